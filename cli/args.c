@@ -1,0 +1,73 @@
+/* args.c: small helpers for the commands: errors, numbers, standard input, opening a model. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/buf.h"
+
+int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "brasa %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n%s", usage);
+    return CLI_USAGE;
+}
+
+int cli_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("brasa: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_FAILED;
+}
+
+bool cli_is_help(const char *arg) {
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+char *cli_read_stdin(size_t *len) {
+    buf b = { 0 };
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) {
+        if (!buf_append(&b, chunk, n)) {
+            buf_free(&b);
+            return NULL;
+        }
+    }
+    if (ferror(stdin) || !buf_append(&b, "", 1)) {
+        buf_free(&b);
+        return NULL;
+    }
+    *len = b.len - 1;
+    return b.data;
+}
+
+brasa_model *cli_open_model(const char *path) {
+    brasa_error err;
+    brasa_model *model = NULL;
+    brasa_model_params params = brasa_model_default_params();
+    if (brasa_model_open(path, &params, &model, &err) != BRASA_OK) {
+        cli_fail("%s: %s", path, err.message);
+        return NULL;
+    }
+    return model;
+}

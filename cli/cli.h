@@ -1,0 +1,38 @@
+/* cli.h: what the command files share: the commands themselves, argument helpers, JSON output and
+ * error reporting. Exit codes: 0 ok, 1 failed, 2 usage. */
+#ifndef BRASA_CLI_H
+#define BRASA_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "brasa.h"
+
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+
+/* Prints "brasa CMD: message" and the command's usage to stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...);
+/* Prints "brasa: message" to stderr; returns CLI_FAILED. */
+int cli_fail(const char *fmt, ...);
+bool cli_is_help(const char *arg);
+/* Parses a whole decimal integer within [lo, hi]. */
+bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Reads all of stdin; returns a malloc'ed buffer (caller frees) or NULL on failure. */
+char *cli_read_stdin(size_t *len);
+/* Opens a model, printing the error as "brasa: PATH: message". */
+brasa_model *cli_open_model(const char *path);
+
+/* JSON output: a string value, escaped, with ill-formed UTF-8 replaced by U+FFFD. */
+void json_string(FILE *out, const char *s, size_t len);
+static inline void json_cstr(FILE *out, const char *s) {
+    json_string(out, s ? s : "", s ? strlen(s) : 0);
+}
+
+#endif

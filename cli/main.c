@@ -1,0 +1,42 @@
+/* main.c: the brasa program: dispatches to one command per file (cmd_*.c). */
+#include <string.h>
+
+#include "cli.h"
+#include "platform/platform.h"
+
+static const char usage[] =
+    "Usage: brasa COMMAND [OPTIONS]\n"
+    "\n"
+    "brasa runs GGUF language models locally.\n"
+    "\n"
+    "Commands:\n"
+    "  info MODEL          describe a model file: architecture, shape, tokenizer, tensors\n"
+    "  tokenize -m MODEL   turn text into token ids\n"
+    "  detokenize -m MODEL turn token ids into text\n"
+    "\n"
+    "Run 'brasa COMMAND --help' for a command's options.\n";
+
+int main(int argc, char **argv) {
+    plat_console_init();
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (cli_is_help(cmd)) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("brasa %s\n", BRASA_VERSION_STRING);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "info") == 0)
+        return cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "tokenize") == 0)
+        return cmd_tokenize(argc - 1, argv + 1);
+    if (strcmp(cmd, "detokenize") == 0)
+        return cmd_detokenize(argc - 1, argv + 1);
+    fprintf(stderr, "brasa: unknown command '%s'\n\n%s", cmd, usage);
+    return CLI_USAGE;
+}

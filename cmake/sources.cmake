@@ -1,0 +1,33 @@
+# The source lists, in one place, so the library and its sanitized twin cannot drift apart.
+set(BRASA_LIB_SOURCES
+  src/core/error.c
+  src/core/strmap.c
+  src/core/f16.c
+  src/gguf/gguf.c
+  src/quant/quant.c
+  src/quant/quant_float.c
+  src/quant/quant_legacy.c
+  src/quant/quant_k.c
+  src/tokenizer/unicode.c
+  src/tokenizer/unicode_tables.c
+  src/tokenizer/vocab.c
+  src/tokenizer/pretok.c
+  src/tokenizer/tok_bpe.c
+  src/tokenizer/tok_spm.c
+  src/tokenizer/tokenizer.c
+  src/model/model.c
+  src/api/tokens.c
+)
+if(WIN32)
+  list(APPEND BRASA_LIB_SOURCES src/platform/win32.c)
+else()
+  list(APPEND BRASA_LIB_SOURCES src/platform/posix.c)
+endif()
+
+set(BRASA_CLI_SOURCES
+  cli/main.c
+  cli/args.c
+  cli/json.c
+  cli/cmd_info.c
+  cli/cmd_tokenize.c
+)

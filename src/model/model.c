@@ -1,0 +1,240 @@
+/* model.c: opening a model file and describing it: hyper-parameters from the {arch}.* keys,
+ * metadata rendered as text, tensor listings. Nothing here depends on the architecture beyond the
+ * key names the GGUF convention gives every architecture. */
+#include "model/model.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/error.h"
+#include "quant/quant.h"
+
+brasa_model_params brasa_model_default_params(void) {
+    brasa_model_params p;
+    memset(&p, 0, sizeof p);
+    return p;
+}
+
+/* Copies a metadata string into m->strings (offsets are fixed up after all copies). */
+static size_t keep_string(buf *b, const gguf_file *f, const char *key) {
+    gguf_str s = { "", 0 };
+    gguf_get_str(f, key, &s);
+    size_t at = b->len;
+    if (!buf_append(b, s.data, (size_t)s.len) || !buf_append(b, "", 1))
+        return SIZE_MAX;
+    return at;
+}
+
+static int32_t arch_i32(const gguf_file *f, const char *arch, const char *suffix, int32_t fallback) {
+    char key[256];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int32_t v;
+    return gguf_get_i32(f, key, &v) ? v : fallback;
+}
+
+static float arch_f32(const gguf_file *f, const char *arch, const char *suffix, float fallback) {
+    char key[256];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    float v;
+    return gguf_get_f32(f, key, &v) ? v : fallback;
+}
+
+static brasa_status describe(brasa_model *m, brasa_error *err) {
+    const gguf_file *f = m->file;
+    brasa_model_desc *d = &m->desc;
+    const gguf_kv *arch_kv = gguf_find(f, "general.architecture");
+    if (arch_kv && arch_kv->type != GGUF_TYPE_STRING)
+        return err_set(err, BRASA_ERR_FORMAT, "general.architecture must be a string");
+    buf b = { 0 };
+    size_t arch_at = keep_string(&b, f, "general.architecture");
+    size_t name_at = keep_string(&b, f, "general.name");
+    size_t tmodel_at = keep_string(&b, f, "tokenizer.ggml.model");
+    size_t tpre_at = keep_string(&b, f, "tokenizer.ggml.pre");
+    char scaling_key[300];
+    snprintf(scaling_key, sizeof scaling_key, "%s.rope.scaling.type", b.data ? b.data + arch_at : "");
+    size_t scaling_at = keep_string(&b, f, scaling_key);
+    size_t template_at = keep_string(&b, f, "tokenizer.chat_template");
+    if (arch_at == SIZE_MAX || name_at == SIZE_MAX || tmodel_at == SIZE_MAX || tpre_at == SIZE_MAX ||
+        scaling_at == SIZE_MAX || template_at == SIZE_MAX) {
+        buf_free(&b);
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    }
+    m->strings = b.data;
+    const char *arch = m->strings + arch_at;
+    d->architecture = arch[0] ? arch : "unknown";
+    d->name = m->strings + name_at;
+    d->tokenizer_model = m->strings + tmodel_at;
+    d->tokenizer_pre = m->strings + tpre_at;
+    d->rope_scaling = m->strings[scaling_at] ? m->strings + scaling_at : "none";
+    d->chat_template = gguf_find(f, "tokenizer.chat_template") ? m->strings + template_at : NULL;
+
+    d->gguf_version = gguf_version(f);
+    d->file_bytes = gguf_file_size(f);
+    for (size_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        d->n_params += t->n_elements; /* each tensor lies inside the file, so this cannot overflow */
+        d->tensor_bytes += t->bytes;
+    }
+    d->n_layer = arch_i32(f, arch, "block_count", 0);
+    d->n_embd = arch_i32(f, arch, "embedding_length", 0);
+    d->n_ff = arch_i32(f, arch, "feed_forward_length", 0);
+    d->n_head = arch_i32(f, arch, "attention.head_count", 0);
+    d->n_head_kv = arch_i32(f, arch, "attention.head_count_kv", d->n_head);
+    d->head_dim = arch_i32(f, arch, "attention.key_length", d->n_head > 0 ? d->n_embd / d->n_head : 0);
+    d->n_ctx_train = arch_i32(f, arch, "context_length", 0);
+    d->rope_dim = arch_i32(f, arch, "rope.dimension_count", d->head_dim);
+    d->rope_freq_base = arch_f32(f, arch, "rope.freq_base", 10000.0f);
+    d->rope_scaling_factor = arch_f32(f, arch, "rope.scaling.factor", 0.0f);
+    d->sliding_window = arch_i32(f, arch, "attention.sliding_window", 0);
+    d->n_vocab = m->vocab.n_tokens;
+    d->vocab_type = m->vocab.type;
+    d->tokenizer_error = m->tokenizer_error[0] ? m->tokenizer_error : NULL;
+    return BRASA_OK;
+}
+
+brasa_status brasa_model_open(const char *path, const brasa_model_params *params, brasa_model **out,
+                              brasa_error *err) {
+    if (!path || !out)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_model_open: path and out are required");
+    *out = NULL;
+    brasa_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    brasa_status st = gguf_open(path, &m->file, err);
+    if (st == BRASA_OK && params && params->progress)
+        params->progress(0.5f, params->progress_user_data);
+    if (st == BRASA_OK) {
+        brasa_error tok_err;
+        err_clear(&tok_err);
+        st = tok_vocab_load(&m->vocab, m->file, &tok_err);
+        if (st == BRASA_ERR_UNSUPPORTED) {
+            /* the model can still be described; tokenizing says why it cannot */
+            memcpy(m->tokenizer_error, tok_err.message, sizeof m->tokenizer_error);
+            st = BRASA_OK;
+        } else if (st != BRASA_OK) {
+            err_set(err, st, "%s", tok_err.message);
+        }
+    }
+    if (st == BRASA_OK)
+        st = describe(m, err);
+    if (st != BRASA_OK) {
+        brasa_model_free(m);
+        return st;
+    }
+    if (params && params->progress)
+        params->progress(1.0f, params->progress_user_data);
+    *out = m;
+    return BRASA_OK;
+}
+
+void brasa_model_free(brasa_model *m) {
+    if (!m)
+        return;
+    tok_vocab_free(&m->vocab);
+    gguf_close(m->file);
+    free(m->strings);
+    free(m);
+}
+
+void brasa_model_describe(const brasa_model *m, brasa_model_desc *desc) {
+    *desc = m->desc;
+}
+
+size_t brasa_model_meta_count(const brasa_model *m) {
+    return gguf_kv_count(m->file);
+}
+
+const char *brasa_model_meta_key(const brasa_model *m, size_t index) {
+    const gguf_kv *kv = gguf_kv_at(m->file, index);
+    return kv ? kv->key : NULL;
+}
+
+const char *brasa_model_meta_type(const brasa_model *m, size_t index) {
+    static const char *array_names[GGUF_TYPE_COUNT] = {
+        "array[u8]", "array[i8]", "array[u16]", "array[i16]", "array[u32]", "array[i32]", "array[f32]",
+        "array[bool]", "array[string]", "array[array]", "array[u64]", "array[i64]", "array[f64]",
+    };
+    const gguf_kv *kv = gguf_kv_at(m->file, index);
+    if (!kv)
+        return NULL;
+    if (kv->type == GGUF_TYPE_ARRAY)
+        return array_names[kv->elem_type];
+    return gguf_type_name(kv->type);
+}
+
+/* Appends one scalar element as text. Strings are written raw (the CLI escapes them for display). */
+static void render_scalar(buf *b, gguf_type t, const gguf_kv *kv, uint64_t index, gguf_iter *it) {
+    char tmp[64];
+    int n = 0;
+    if (t == GGUF_TYPE_STRING) {
+        gguf_str s;
+        if (gguf_iter_next_str(it, &s))
+            buf_append(b, s.data, (size_t)s.len);
+        return;
+    }
+    if (t == GGUF_TYPE_BOOL)
+        n = snprintf(tmp, sizeof tmp, "%s", gguf_kv_int_at(kv, index) ? "true" : "false");
+    else if (t == GGUF_TYPE_FLOAT32 || t == GGUF_TYPE_FLOAT64)
+        n = snprintf(tmp, sizeof tmp, "%.9g", gguf_kv_float_at(kv, index));
+    else if (t == GGUF_TYPE_UINT64)
+        n = snprintf(tmp, sizeof tmp, "%" PRIu64, (uint64_t)gguf_kv_int_at(kv, index));
+    else if (t != GGUF_TYPE_ARRAY)
+        n = snprintf(tmp, sizeof tmp, "%" PRId64, gguf_kv_int_at(kv, index));
+    else
+        n = snprintf(tmp, sizeof tmp, "[...]");
+    buf_append(b, tmp, (size_t)n);
+}
+
+size_t brasa_model_meta_value(const brasa_model *m, size_t index, char *out, size_t size) {
+    const gguf_kv *kv = gguf_kv_at(m->file, index);
+    buf b = { 0 };
+    if (kv) {
+        gguf_iter it;
+        gguf_iter_init(&it, kv);
+        if (kv->type != GGUF_TYPE_ARRAY) {
+            render_scalar(&b, kv->type, kv, 0, &it);
+        } else {
+            /* arrays: the first few elements and the length, enough for a person */
+            const uint64_t shown = kv->count < 8 ? kv->count : 8;
+            buf_append(&b, "[", 1);
+            for (uint64_t i = 0; i < shown && b.len < 400; i++) {
+                if (i)
+                    buf_append(&b, ", ", 2);
+                render_scalar(&b, kv->elem_type, kv, i, &it);
+            }
+            char tail[64];
+            int n = snprintf(tail, sizeof tail, "%s] (%" PRIu64 " items)", kv->count > shown ? ", ..." : "", kv->count);
+            buf_append(&b, tail, (size_t)n);
+        }
+    }
+    size_t len = b.len;
+    if (size > 0) {
+        size_t k = len < size - 1 ? len : size - 1;
+        if (k)
+            memcpy(out, b.data, k);
+        out[k] = '\0';
+    }
+    buf_free(&b);
+    return len;
+}
+
+size_t brasa_model_tensor_count(const brasa_model *m) {
+    return gguf_tensor_count(m->file);
+}
+
+brasa_status brasa_model_tensor(const brasa_model *m, size_t index, brasa_tensor_desc *desc) {
+    const gguf_tensor *t = gguf_tensor_at(m->file, index);
+    if (!t)
+        return BRASA_ERR_INVALID_ARGUMENT;
+    desc->name = t->name;
+    desc->type = t->type;
+    desc->type_name = quant_name(t->type);
+    desc->n_dims = t->n_dims;
+    memcpy(desc->ne, t->ne, sizeof desc->ne);
+    desc->offset = t->file_offset;
+    desc->bytes = t->bytes;
+    return BRASA_OK;
+}

@@ -1,0 +1,30 @@
+/* tokenizer.h: text <-> tokens for a loaded vocabulary. Encoding first cuts out special tokens
+ * (user-defined ones always, control ones only when asked), then runs the model's algorithm on the
+ * text between: byte-level BPE (tok_bpe.c) or SentencePiece-style merging by score (tok_spm.c). */
+#ifndef BRASA_TOKENIZER_H
+#define BRASA_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "brasa.h"
+#include "core/buf.h"
+#include "tokenizer/vocab.h"
+
+/* Appends the tokens of text (n bytes, any bytes) to out. flags: BRASA_TOKENIZE_*. */
+brasa_status tok_encode(const tok_vocab *v, const char *text, size_t n, unsigned flags, ivec *out,
+                        brasa_error *err);
+
+/* Appends the bytes of one token to out. at_start: the token opens the text (SentencePiece drops
+ * the space it prefixed). flags: BRASA_DETOKENIZE_*. Returns false when out of memory. */
+bool tok_decode_append(const tok_vocab *v, brasa_token t, unsigned flags, bool at_start, buf *out);
+
+/* The algorithms, on text that holds no special token. */
+bool tok_bpe_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
+bool tok_spm_encode(const tok_vocab *v, const char *text, size_t n, bool at_start, ivec *out);
+
+/* How many bytes at the end of p[0..n) are the start of a UTF-8 sequence that more bytes could
+ * still complete (0 to 3): a streaming decoder holds exactly these back. */
+size_t tok_utf8_incomplete_tail(const char *p, size_t n);
+
+#endif

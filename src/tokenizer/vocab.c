@@ -1,0 +1,317 @@
+/* vocab.c: loading tokenizer.ggml.* metadata into a tok_vocab.
+ *
+ * Malformed metadata (wrong types, mismatched lengths, ids out of range) is a format error; a valid
+ * tokenizer that brasa does not implement (another model kind or pre-tokenizer) is "unsupported",
+ * which leaves the rest of the model usable. */
+#include "tokenizer/vocab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/error.h"
+#include "core/utf8.h"
+
+/* GPT-2's reversible byte <-> code point map: printable Latin-1 bytes stand for themselves, the
+ * other 68 bytes take code points 256.. in order, so every byte has a visible character. */
+static void build_byte_map(tok_vocab *v) {
+    uint32_t next = 256;
+    for (int b = 0; b < 256; b++) {
+        bool printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+        v->byte_cp[b] = printable ? (uint32_t)b : next++;
+    }
+    for (int i = 0; i < 324; i++)
+        v->cp_byte[i] = -1;
+    for (int b = 0; b < 256; b++)
+        v->cp_byte[v->byte_cp[b]] = (int16_t)b;
+}
+
+static const struct {
+    const char *name;
+    tok_pre pre;
+} pre_names[] = {
+    { "default", TOK_PRE_GPT2 }, { "gpt-2", TOK_PRE_GPT2 }, { "gpt2", TOK_PRE_GPT2 },
+    { "smollm", TOK_PRE_SMOLLM },
+    { "qwen2", TOK_PRE_QWEN2 },
+    { "llama3", TOK_PRE_LLAMA3 }, { "llama-bpe", TOK_PRE_LLAMA3 }, { "llama-v3", TOK_PRE_LLAMA3 },
+};
+
+static bool str_is(const gguf_str *s, const char *lit) {
+    return s->len == strlen(lit) && memcmp(s->data, lit, s->len) == 0;
+}
+
+static brasa_status get_array(const gguf_file *f, const char *key, gguf_type elem, int32_t n, bool required,
+                              const gguf_kv **out, brasa_error *err) {
+    *out = gguf_find(f, key);
+    if (!*out)
+        return required ? err_set(err, BRASA_ERR_FORMAT, "%s is missing", key) : BRASA_OK;
+    const gguf_kv *kv = *out;
+    if (kv->type != GGUF_TYPE_ARRAY || kv->elem_type != elem)
+        return err_set(err, BRASA_ERR_FORMAT, "%s must be an array of %s", key, gguf_type_name(elem));
+    if (n >= 0 && kv->count != (uint64_t)n)
+        return err_set(err, BRASA_ERR_FORMAT, "%s has %llu entries for %d tokens", key,
+                       (unsigned long long)kv->count, n);
+    return BRASA_OK;
+}
+
+static brasa_status get_special(const tok_vocab *v, const gguf_file *f, const char *key, brasa_token *out,
+                                brasa_error *err) {
+    const gguf_kv *kv = gguf_find(f, key);
+    if (!kv)
+        return BRASA_OK;
+    if (kv->type == GGUF_TYPE_ARRAY || !gguf_type_is_integer(kv->type) || kv->type == GGUF_TYPE_BOOL)
+        return err_set(err, BRASA_ERR_FORMAT, "%s must be an integer", key);
+    int64_t id = gguf_kv_int_at(kv, 0);
+    if (id < 0 || id >= v->n_tokens)
+        return err_set(err, BRASA_ERR_FORMAT, "%s %lld is outside the %d-token vocabulary", key, (long long)id,
+                       v->n_tokens);
+    *out = (brasa_token)id;
+    return BRASA_OK;
+}
+
+static brasa_status get_flag(const gguf_file *f, const char *key, bool *out, brasa_error *err) {
+    const gguf_kv *kv = gguf_find(f, key);
+    if (!kv)
+        return BRASA_OK;
+    if (kv->type != GGUF_TYPE_BOOL)
+        return err_set(err, BRASA_ERR_FORMAT, "%s must be a bool", key);
+    *out = kv->value[0] != 0;
+    return BRASA_OK;
+}
+
+static brasa_status load_texts(tok_vocab *v, const gguf_kv *tokens, brasa_error *err) {
+    gguf_iter it;
+    gguf_str s;
+    size_t total = 0;
+    gguf_iter_init(&it, tokens);
+    while (gguf_iter_next_str(&it, &s)) {
+        if (s.len > UINT32_MAX - 1)
+            return err_set(err, BRASA_ERR_FORMAT, "token %llu is too long", (unsigned long long)(it.index - 1));
+        total += (size_t)s.len + 1; /* bounded by the file size */
+    }
+    v->arena = malloc(total ? total : 1);
+    v->text = malloc((size_t)v->n_tokens * sizeof *v->text);
+    v->len = malloc((size_t)v->n_tokens * sizeof *v->len);
+    v->attr = malloc((size_t)v->n_tokens);
+    v->scores = calloc((size_t)v->n_tokens, sizeof *v->scores);
+    if (!v->arena || !v->text || !v->len || !v->attr || !v->scores || !smap_init(&v->by_text, (size_t)v->n_tokens))
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory loading the vocabulary");
+    char *p = v->arena;
+    gguf_iter_init(&it, tokens);
+    for (int32_t i = 0; gguf_iter_next_str(&it, &s); i++) {
+        memcpy(p, s.data, (size_t)s.len);
+        p[s.len] = '\0';
+        v->text[i] = p;
+        v->len[i] = (uint32_t)s.len;
+        v->attr[i] = TOK_ATTR_NORMAL;
+        /* a repeated text keeps its first id, as the reference tokenizers do */
+        smap_put(&v->by_text, p, (uint32_t)s.len, i);
+        p += s.len + 1;
+    }
+    return BRASA_OK;
+}
+
+/* Merges are "left right" strings, ranked by position; both sides and their join must be tokens. */
+static brasa_status load_merges(tok_vocab *v, const gguf_kv *merges, brasa_error *err) {
+    if (!u64map_init(&v->merges, merges ? (size_t)merges->count : 0))
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory loading merges");
+    if (!merges)
+        return BRASA_OK;
+    buf joined = { 0 };
+    gguf_iter it;
+    gguf_str s;
+    gguf_iter_init(&it, merges);
+    while (gguf_iter_next_str(&it, &s)) {
+        uint64_t rank = it.index - 1;
+        const char *space = s.len > 1 ? memchr(s.data + 1, ' ', (size_t)s.len - 1) : NULL;
+        if (!space) {
+            buf_free(&joined);
+            return err_set(err, BRASA_ERR_FORMAT, "tokenizer.ggml.merges[%llu] is not two tokens separated by a space",
+                           (unsigned long long)rank);
+        }
+        size_t left_len = (size_t)(space - s.data), right_len = (size_t)s.len - left_len - 1;
+        int32_t left = smap_get(&v->by_text, s.data, left_len);
+        int32_t right = smap_get(&v->by_text, space + 1, right_len);
+        joined.len = 0;
+        if (!buf_append(&joined, s.data, left_len) || !buf_append(&joined, space + 1, right_len)) {
+            buf_free(&joined);
+            return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory loading merges");
+        }
+        int32_t merged = smap_get(&v->by_text, joined.data, joined.len);
+        if (left < 0 || right < 0 || merged < 0)
+            continue; /* a merge into nothing can never apply */
+        u64map_put(&v->merges, (uint64_t)(uint32_t)left << 32 | (uint32_t)right, rank << 32 | (uint32_t)merged);
+    }
+    buf_free(&joined);
+    return BRASA_OK;
+}
+
+/* Sort keys for the special-token index, so that no comparison needs the vocabulary itself. */
+typedef struct special_key {
+    int32_t id;
+    unsigned char first;
+    uint32_t len;
+} special_key;
+
+static int cmp_special_key(const void *a, const void *b) {
+    const special_key *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1; /* longest first: leftmost-longest matching */
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static brasa_status index_specials(tok_vocab *v, brasa_error *err) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        if ((v->attr[i] == TOK_ATTR_CONTROL || v->attr[i] == TOK_ATTR_USER_DEFINED) && v->len[i] > 0)
+            n++;
+    special_key *keys = malloc((size_t)(n ? n : 1) * sizeof *keys);
+    v->specials = malloc((size_t)(n ? n : 1) * sizeof *v->specials);
+    if (!keys || !v->specials) {
+        free(keys);
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory indexing special tokens");
+    }
+    n = 0;
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        if ((v->attr[i] == TOK_ATTR_CONTROL || v->attr[i] == TOK_ATTR_USER_DEFINED) && v->len[i] > 0)
+            keys[n++] = (special_key){ i, (unsigned char)v->text[i][0], v->len[i] };
+    qsort(keys, (size_t)n, sizeof *keys, cmp_special_key);
+    int32_t k = 0;
+    for (int b = 0; b <= 256; b++) {
+        while (b < 256 && k < n && keys[k].first < b)
+            k++;
+        v->special_start[b] = k;
+    }
+    for (int32_t i = 0; i < n; i++)
+        v->specials[i] = keys[i].id;
+    v->n_specials = n;
+    free(keys);
+    return BRASA_OK;
+}
+
+/* The end-of-turn token when the file does not name one: the chat formats' markers. */
+static brasa_token guess_eot(const tok_vocab *v) {
+    static const char *markers[] = { "<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>", "<|endoftext|>" };
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++) {
+        int32_t id = smap_get(&v->by_text, markers[i], strlen(markers[i]));
+        if (id >= 0 && (v->attr[id] == TOK_ATTR_CONTROL || v->attr[id] == TOK_ATTR_USER_DEFINED))
+            return id;
+    }
+    return v->eos;
+}
+
+static brasa_status load(tok_vocab *v, const gguf_file *f, brasa_error *err) {
+    gguf_str model, pre = { "", 0 };
+    if (!gguf_find(f, "tokenizer.ggml.model"))
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "the file has no tokenizer (tokenizer.ggml.model is missing)");
+    if (!gguf_get_str(f, "tokenizer.ggml.model", &model))
+        return err_set(err, BRASA_ERR_FORMAT, "tokenizer.ggml.model must be a string");
+    if (gguf_find(f, "tokenizer.ggml.pre") && !gguf_get_str(f, "tokenizer.ggml.pre", &pre))
+        return err_set(err, BRASA_ERR_FORMAT, "tokenizer.ggml.pre must be a string");
+
+    const gguf_kv *tokens, *scores, *types, *merges;
+    brasa_status st = get_array(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, -1, true, &tokens, err);
+    if (st != BRASA_OK)
+        return st;
+    if (tokens->count == 0 || tokens->count > INT32_MAX)
+        return err_set(err, BRASA_ERR_FORMAT, "tokenizer.ggml.tokens has %llu entries", (unsigned long long)tokens->count);
+    v->n_tokens = (int32_t)tokens->count;
+    if ((st = get_array(f, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, v->n_tokens, false, &scores, err)) ||
+        (st = get_array(f, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v->n_tokens, false, &types, err)) ||
+        (st = get_array(f, "tokenizer.ggml.merges", GGUF_TYPE_STRING, -1, false, &merges, err)))
+        return st;
+    if ((st = load_texts(v, tokens, err)) != BRASA_OK)
+        return st;
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        if (scores)
+            v->scores[i] = (float)gguf_kv_float_at(scores, (uint64_t)i);
+        if (types) {
+            int64_t t = gguf_kv_int_at(types, (uint64_t)i);
+            if (t < TOK_ATTR_NORMAL || t > TOK_ATTR_BYTE)
+                return err_set(err, BRASA_ERR_FORMAT, "tokenizer.ggml.token_type[%d] is %lld (must be 1 to 6)", i,
+                               (long long)t);
+            v->attr[i] = (uint8_t)t;
+        }
+    }
+
+    v->bos = v->eos = v->eot = v->unk = v->pad = BRASA_TOKEN_NONE;
+    if ((st = get_special(v, f, "tokenizer.ggml.bos_token_id", &v->bos, err)) ||
+        (st = get_special(v, f, "tokenizer.ggml.eos_token_id", &v->eos, err)) ||
+        (st = get_special(v, f, "tokenizer.ggml.eot_token_id", &v->eot, err)) ||
+        (st = get_special(v, f, "tokenizer.ggml.unknown_token_id", &v->unk, err)) ||
+        (st = get_special(v, f, "tokenizer.ggml.padding_token_id", &v->pad, err)) ||
+        (st = get_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) ||
+        (st = get_flag(f, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) ||
+        (st = get_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)))
+        return st;
+    if (v->eot == BRASA_TOKEN_NONE)
+        v->eot = guess_eot(v);
+    if ((st = index_specials(v, err)) != BRASA_OK)
+        return st;
+    for (int b = 0; b < 256; b++)
+        v->byte_token[b] = -1;
+
+    if (str_is(&model, "gpt2")) {
+        v->type = BRASA_VOCAB_BPE;
+        v->pre = TOK_PRE_NONE;
+        for (size_t i = 0; i < sizeof pre_names / sizeof pre_names[0]; i++)
+            if (str_is(&pre, pre_names[i].name))
+                v->pre = pre_names[i].pre;
+        if (pre.len == 0)
+            v->pre = TOK_PRE_GPT2;
+        if (v->pre == TOK_PRE_NONE)
+            return err_set(err, BRASA_ERR_UNSUPPORTED, "pre-tokenizer '%.*s' is not supported (brasa knows default, "
+                           "gpt-2, smollm, qwen2, llama3)", (int)(pre.len > 64 ? 64 : pre.len), pre.data);
+        if (!merges)
+            return err_set(err, BRASA_ERR_FORMAT, "a gpt2 tokenizer needs tokenizer.ggml.merges");
+        build_byte_map(v);
+        for (int b = 0; b < 256; b++) {
+            char enc[4];
+            int n = utf8_encode(v->byte_cp[b], enc);
+            v->byte_token[b] = smap_get(&v->by_text, enc, (size_t)n);
+        }
+        return load_merges(v, merges, err);
+    }
+    if (str_is(&model, "llama")) {
+        v->type = BRASA_VOCAB_SPM;
+        v->pre = TOK_PRE_NONE;
+        if (!scores)
+            return err_set(err, BRASA_ERR_FORMAT, "a SentencePiece (llama) tokenizer needs tokenizer.ggml.scores");
+        for (int b = 0; b < 256; b++) {
+            char name[8];
+            snprintf(name, sizeof name, "<0x%02X>", b);
+            v->byte_token[b] = smap_get(&v->by_text, name, strlen(name));
+        }
+        return load_merges(v, NULL, err);
+    }
+    return err_set(err, BRASA_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported (brasa knows gpt2 and llama)",
+                   (int)(model.len > 64 ? 64 : model.len), model.data);
+}
+
+brasa_status tok_vocab_load(tok_vocab *v, const gguf_file *f, brasa_error *err) {
+    memset(v, 0, sizeof *v);
+    brasa_status st = load(v, f, err);
+    if (st != BRASA_OK) {
+        tok_vocab_free(v);
+        v->type = BRASA_VOCAB_NONE;
+        v->bos = v->eos = v->eot = v->unk = v->pad = BRASA_TOKEN_NONE;
+    }
+    return st;
+}
+
+void tok_vocab_free(tok_vocab *v) {
+    if (!v)
+        return;
+    free(v->text);
+    free(v->len);
+    free(v->scores);
+    free(v->attr);
+    free(v->arena);
+    free(v->specials);
+    smap_free(&v->by_text);
+    u64map_free(&v->merges);
+    memset(v, 0, sizeof *v);
+}

@@ -1,0 +1,63 @@
+/* vocab.h: a tokenizer vocabulary read from GGUF metadata (tokenizer.ggml.*): token texts, scores,
+ * types, BPE merges, special ids and flags, with the lookup tables the encoders need. Immutable after
+ * tok_vocab_load, so one vocabulary serves any number of threads. */
+#ifndef BRASA_TOKENIZER_VOCAB_H
+#define BRASA_TOKENIZER_VOCAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "brasa.h"
+#include "core/strmap.h"
+#include "gguf/gguf.h"
+
+/* tokenizer.ggml.token_type values */
+typedef enum tok_attr {
+    TOK_ATTR_NORMAL = 1,
+    TOK_ATTR_UNKNOWN = 2,
+    TOK_ATTR_CONTROL = 3,
+    TOK_ATTR_USER_DEFINED = 4,
+    TOK_ATTR_UNUSED = 5,
+    TOK_ATTR_BYTE = 6
+} tok_attr;
+
+/* Pre-tokenizer splits for byte-level BPE, chosen by tokenizer.ggml.pre. */
+typedef enum tok_pre {
+    TOK_PRE_NONE,   /* SentencePiece: no split */
+    TOK_PRE_GPT2,   /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+    TOK_PRE_SMOLLM, /* each digit apart, then GPT-2 */
+    TOK_PRE_LLAMA3, /* (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+    TOK_PRE_QWEN2   /* as LLAMA3 with single digits: \p{N} */
+} tok_pre;
+
+typedef struct tok_vocab {
+    brasa_vocab_type type;
+    tok_pre pre;
+    int32_t n_tokens;
+    const char **text;  /* (n_tokens) NUL-terminated copies */
+    uint32_t *len;      /* (n_tokens) byte lengths */
+    float *scores;      /* (n_tokens) SentencePiece scores, 0 when the file has none */
+    uint8_t *attr;      /* (n_tokens) tok_attr */
+    char *arena;        /* holds all texts */
+    smap by_text;       /* text -> id */
+    u64map merges;      /* (left id << 32 | right id) -> (rank << 32 | merged id), BPE only */
+    int32_t byte_token[256]; /* BPE: the token of each byte's code point; SPM: its <0xXX> token; -1 if none */
+    uint32_t byte_cp[256];   /* BPE: GPT-2's byte -> printable code point mapping */
+    int16_t cp_byte[324];    /* its inverse, -1 for code points that are no byte */
+    int32_t *specials;  /* control and user-defined token ids, by first byte then longest first */
+    int32_t n_specials;
+    int32_t special_start[257]; /* specials[special_start[b] .. special_start[b+1]) begin with byte b */
+    brasa_token bos, eos, eot, unk, pad;
+    bool add_bos, add_eos, add_space_prefix;
+} tok_vocab;
+
+/* Builds the vocabulary from f, which must outlive nothing: texts are copied. On failure v is left
+ * empty (safe to free) and err says why, e.g. "tokenizer.ggml.scores has 10 entries for 12 tokens". */
+brasa_status tok_vocab_load(tok_vocab *v, const gguf_file *f, brasa_error *err);
+void tok_vocab_free(tok_vocab *v);
+
+static inline bool tok_vocab_has(const tok_vocab *v, brasa_token t) {
+    return t >= 0 && t < v->n_tokens;
+}
+
+#endif
