@@ -3,6 +3,9 @@ set(BRASA_LIB_SOURCES
   src/core/error.c
   src/core/strmap.c
   src/core/f16.c
+  src/core/pool.c
+  src/backend/backend.c
+  src/backend/cpu/cpu.c
   src/gguf/gguf.c
   src/quant/quant.c
   src/quant/quant_float.c
@@ -16,6 +19,12 @@ set(BRASA_LIB_SOURCES
   src/tokenizer/tok_spm.c
   src/tokenizer/tokenizer.c
   src/model/model.c
+  src/models/arch.c
+  src/models/decoder.c
+  src/models/llama.c
+  src/models/qwen2.c
+  src/models/gemma3.c
+  src/engine/context.c
   src/api/tokens.c
 )
 if(WIN32)

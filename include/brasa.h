@@ -49,7 +49,9 @@ typedef enum brasa_status {
     BRASA_ERR_UNSUPPORTED = -4,      /* valid input that this build cannot handle (yet) */
     BRASA_ERR_NO_MEMORY = -5,
     BRASA_ERR_BUFFER_TOO_SMALL = -6, /* the output did not fit; the needed size was reported */
-    BRASA_ERR_INTERNAL = -7          /* a bug in brasa: please report it */
+    BRASA_ERR_INTERNAL = -7,         /* a bug in brasa: please report it */
+    BRASA_CONTEXT_FULL = 1,          /* the tokens do not fit in the context; nothing was evaluated */
+    BRASA_ABORTED = 2                /* stopped on request (Ctrl-C, a callback) */
 } brasa_status;
 
 /* A short English name for a status, e.g. "corrupt model file". Never NULL. */
@@ -110,6 +112,7 @@ typedef struct brasa_model_desc {
     const char *tokenizer_pre;   /* tokenizer.ggml.pre, or "" */
     const char *tokenizer_error; /* why the tokenizer is unusable, or NULL when it works */
     const char *chat_template;   /* tokenizer.chat_template, or NULL */
+    const char *run_error;       /* why brasa cannot run this model, or NULL when it can */
 } brasa_model_desc;
 
 void brasa_model_describe(const brasa_model *model, brasa_model_desc *desc);
@@ -189,6 +192,41 @@ typedef enum brasa_special {
 
 /* The id of a special token, or BRASA_TOKEN_NONE. */
 brasa_token brasa_token_special(const brasa_model *model, brasa_special which);
+
+/* ---- Inference contexts ------------------------------------------------------------------------ */
+
+/* Per-conversation state: the KV cache and scratch memory, sized once at creation. Many contexts can
+ * share one model; one context is used by one thread at a time. */
+typedef struct brasa_context brasa_context;
+
+typedef struct brasa_context_params {
+    int32_t n_ctx;     /* tokens the KV cache holds; 0: the trained context, at most 4096 */
+    int32_t n_batch;   /* prompt tokens evaluated at once; 0: 64 */
+    int32_t n_threads; /* compute threads; 0: one per core */
+} brasa_context_params;
+
+brasa_context_params brasa_context_default_params(void);
+brasa_status brasa_context_create(const brasa_model *model, const brasa_context_params *params,
+                                  brasa_context **out, brasa_error *err);
+void brasa_context_free(brasa_context *ctx);
+
+int32_t brasa_context_size(const brasa_context *ctx);  /* n_ctx */
+int32_t brasa_context_used(const brasa_context *ctx);  /* tokens in the cache */
+int32_t brasa_context_threads(const brasa_context *ctx);
+void brasa_context_reset(brasa_context *ctx);          /* forget every token */
+/* Drops cached tokens from position n on (n <= used), e.g. to rewind a conversation. */
+void brasa_context_truncate(brasa_context *ctx, int32_t n);
+
+/* Evaluates n tokens after those already in the cache. all_logits, when not NULL, receives the
+ * logits of every one of them (n * brasa_logits_size floats); the last token's logits are always
+ * kept (brasa_logits). Returns BRASA_CONTEXT_FULL, evaluating nothing, when they do not fit. */
+brasa_status brasa_decode(brasa_context *ctx, const brasa_token *tokens, size_t n, float *all_logits,
+                          brasa_error *err);
+const float *brasa_logits(const brasa_context *ctx); /* NULL before the first decode */
+int32_t brasa_logits_size(const brasa_context *ctx); /* the output vocabulary */
+
+/* Whether a token ends generation (EOS, end of turn, and the like). */
+bool brasa_token_is_eog(const brasa_model *model, brasa_token token);
 
 #ifdef __cplusplus
 }

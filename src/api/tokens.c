@@ -158,3 +158,9 @@ brasa_token brasa_token_special(const brasa_model *m, brasa_special which) {
     }
     return BRASA_TOKEN_NONE;
 }
+
+bool brasa_token_is_eog(const brasa_model *m, brasa_token t) {
+    if (!m || !tok_vocab_has(&m->vocab, t))
+        return false;
+    return t == m->vocab.eos || t == m->vocab.eot;
+}

@@ -32,6 +32,8 @@ const char *brasa_status_str(brasa_status status) {
     case BRASA_ERR_NO_MEMORY: return "out of memory";
     case BRASA_ERR_BUFFER_TOO_SMALL: return "buffer too small";
     case BRASA_ERR_INTERNAL: return "internal error";
+    case BRASA_CONTEXT_FULL: return "context full";
+    case BRASA_ABORTED: return "aborted";
     }
     return "unknown status";
 }

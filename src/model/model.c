@@ -95,6 +95,27 @@ static brasa_status describe(brasa_model *m, brasa_error *err) {
     return BRASA_OK;
 }
 
+/* Binds the architecture's weights. A model brasa cannot run can still be described, so failures
+ * here are kept as run_error rather than failing the open. */
+static void bind_architecture(brasa_model *m) {
+    brasa_error e;
+    err_clear(&e);
+    const arch_def *arch = arch_find(m->desc.architecture);
+    if (!arch) {
+        snprintf(m->run_error, sizeof m->run_error, "architecture '%s' is not supported (brasa runs %s)",
+                 m->desc.architecture, arch_names());
+    } else if (arch->load(m->file, &m->hp, &m->weights, &e) != BRASA_OK) {
+        snprintf(m->run_error, sizeof m->run_error, "%s", e.message);
+        arch_weights_free(&m->weights);
+    } else if (m->vocab.type == BRASA_VOCAB_NONE) {
+        snprintf(m->run_error, sizeof m->run_error, "%s", m->tokenizer_error);
+    } else {
+        m->arch = arch;
+        m->hp.n_vocab = (int32_t)m->weights.output.ne1;
+    }
+    m->desc.run_error = m->run_error[0] ? m->run_error : NULL;
+}
+
 brasa_status brasa_model_open(const char *path, const brasa_model_params *params, brasa_model **out,
                               brasa_error *err) {
     if (!path || !out)
@@ -120,6 +141,8 @@ brasa_status brasa_model_open(const char *path, const brasa_model_params *params
     }
     if (st == BRASA_OK)
         st = describe(m, err);
+    if (st == BRASA_OK)
+        bind_architecture(m);
     if (st != BRASA_OK) {
         brasa_model_free(m);
         return st;
@@ -134,6 +157,7 @@ void brasa_model_free(brasa_model *m) {
     if (!m)
         return;
     tok_vocab_free(&m->vocab);
+    arch_weights_free(&m->weights);
     gguf_close(m->file);
     free(m->strings);
     free(m);

@@ -5,6 +5,7 @@
 
 #include "brasa.h"
 #include "gguf/gguf.h"
+#include "models/arch.h"
 #include "tokenizer/vocab.h"
 
 struct brasa_model {
@@ -13,6 +14,10 @@ struct brasa_model {
     brasa_model_desc desc;
     char *strings;            /* NUL-terminated copies of the desc's metadata strings */
     char tokenizer_error[512];
+    const arch_def *arch;     /* NULL when brasa cannot run the model (run_error says why) */
+    arch_hparams hp;
+    arch_weights weights;
+    char run_error[512];
 };
 
 #endif

@@ -25,4 +25,29 @@ bool plat_is_terminal(int fd);
 /* Prepares the console for UTF-8 output (a no-op where it already is). */
 void plat_console_init(void);
 
+/* Threads, for the compute pool. A thread runs fn(arg) once. */
+typedef struct plat_thread plat_thread;
+brasa_status plat_thread_start(plat_thread **out, void (*fn)(void *), void *arg, brasa_error *err);
+void plat_thread_join(plat_thread *t); /* waits for the thread and frees it */
+
+typedef struct plat_mutex plat_mutex;
+typedef struct plat_cond plat_cond;
+plat_mutex *plat_mutex_create(void);
+void plat_mutex_free(plat_mutex *m);
+void plat_mutex_lock(plat_mutex *m);
+void plat_mutex_unlock(plat_mutex *m);
+plat_cond *plat_cond_create(void);
+void plat_cond_free(plat_cond *c);
+void plat_cond_wait(plat_cond *c, plat_mutex *m);
+void plat_cond_broadcast(plat_cond *c);
+
+int plat_cpu_count(void);
+
+/* Ctrl-C: while installed, an interrupt sets *flag to 1 instead of ending the program. */
+void plat_interrupt_install(volatile int *flag);
+void plat_interrupt_remove(void);
+
+/* Monotonic time in seconds, for speed reports. */
+double plat_time_seconds(void);
+
 #endif

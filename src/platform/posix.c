@@ -3,6 +3,10 @@
 #include "platform/platform.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -60,4 +64,113 @@ bool plat_is_terminal(int fd) {
 }
 
 void plat_console_init(void) {
+}
+
+struct plat_thread {
+    pthread_t id;
+    void (*fn)(void *);
+    void *arg;
+};
+
+static void *thread_main(void *p) {
+    plat_thread *t = p;
+    t->fn(t->arg);
+    return NULL;
+}
+
+brasa_status plat_thread_start(plat_thread **out, void (*fn)(void *), void *arg, brasa_error *err) {
+    plat_thread *t = malloc(sizeof *t);
+    if (!t)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory starting a thread");
+    t->fn = fn;
+    t->arg = arg;
+    int e = pthread_create(&t->id, NULL, thread_main, t);
+    if (e != 0) {
+        free(t);
+        return err_set(err, BRASA_ERR_INTERNAL, "cannot start a thread: %s", strerror(e));
+    }
+    *out = t;
+    return BRASA_OK;
+}
+
+void plat_thread_join(plat_thread *t) {
+    if (!t)
+        return;
+    pthread_join(t->id, NULL);
+    free(t);
+}
+
+struct plat_mutex { pthread_mutex_t m; };
+struct plat_cond { pthread_cond_t c; };
+
+plat_mutex *plat_mutex_create(void) {
+    plat_mutex *m = malloc(sizeof *m);
+    if (m && pthread_mutex_init(&m->m, NULL) != 0) {
+        free(m);
+        m = NULL;
+    }
+    return m;
+}
+
+void plat_mutex_free(plat_mutex *m) {
+    if (m) {
+        pthread_mutex_destroy(&m->m);
+        free(m);
+    }
+}
+
+void plat_mutex_lock(plat_mutex *m) { pthread_mutex_lock(&m->m); }
+void plat_mutex_unlock(plat_mutex *m) { pthread_mutex_unlock(&m->m); }
+
+plat_cond *plat_cond_create(void) {
+    plat_cond *c = malloc(sizeof *c);
+    if (c && pthread_cond_init(&c->c, NULL) != 0) {
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+void plat_cond_free(plat_cond *c) {
+    if (c) {
+        pthread_cond_destroy(&c->c);
+        free(c);
+    }
+}
+
+void plat_cond_wait(plat_cond *c, plat_mutex *m) { pthread_cond_wait(&c->c, &m->m); }
+void plat_cond_broadcast(plat_cond *c) { pthread_cond_broadcast(&c->c); }
+
+int plat_cpu_count(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* The one piece of process-wide state: a signal handler can only reach a global. */
+static volatile int *interrupt_flag;
+
+static void on_interrupt(int sig) {
+    (void)sig;
+    if (interrupt_flag)
+        *interrupt_flag = 1;
+}
+
+void plat_interrupt_install(volatile int *flag) {
+    interrupt_flag = flag;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+void plat_interrupt_remove(void) {
+    signal(SIGINT, SIG_DFL);
+    interrupt_flag = NULL;
+}
+
+double plat_time_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

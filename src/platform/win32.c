@@ -77,3 +77,102 @@ void plat_console_init(void) {
     SetConsoleOutputCP(CP_UTF8);
     SetConsoleCP(CP_UTF8);
 }
+
+struct plat_thread {
+    HANDLE handle;
+    void (*fn)(void *);
+    void *arg;
+};
+
+static DWORD WINAPI thread_main(LPVOID p) {
+    plat_thread *t = p;
+    t->fn(t->arg);
+    return 0;
+}
+
+brasa_status plat_thread_start(plat_thread **out, void (*fn)(void *), void *arg, brasa_error *err) {
+    plat_thread *t = malloc(sizeof *t);
+    if (!t)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory starting a thread");
+    t->fn = fn;
+    t->arg = arg;
+    t->handle = CreateThread(NULL, 0, thread_main, t, 0, NULL);
+    if (!t->handle) {
+        free(t);
+        return err_set(err, BRASA_ERR_INTERNAL, "cannot start a thread (Windows error %lu)", (unsigned long)GetLastError());
+    }
+    *out = t;
+    return BRASA_OK;
+}
+
+void plat_thread_join(plat_thread *t) {
+    if (!t)
+        return;
+    WaitForSingleObject(t->handle, INFINITE);
+    CloseHandle(t->handle);
+    free(t);
+}
+
+struct plat_mutex { CRITICAL_SECTION cs; };
+struct plat_cond { CONDITION_VARIABLE cv; };
+
+plat_mutex *plat_mutex_create(void) {
+    plat_mutex *m = malloc(sizeof *m);
+    if (m)
+        InitializeCriticalSection(&m->cs);
+    return m;
+}
+
+void plat_mutex_free(plat_mutex *m) {
+    if (m) {
+        DeleteCriticalSection(&m->cs);
+        free(m);
+    }
+}
+
+void plat_mutex_lock(plat_mutex *m) { EnterCriticalSection(&m->cs); }
+void plat_mutex_unlock(plat_mutex *m) { LeaveCriticalSection(&m->cs); }
+
+plat_cond *plat_cond_create(void) {
+    plat_cond *c = malloc(sizeof *c);
+    if (c)
+        InitializeConditionVariable(&c->cv);
+    return c;
+}
+
+void plat_cond_free(plat_cond *c) { free(c); }
+void plat_cond_wait(plat_cond *c, plat_mutex *m) { SleepConditionVariableCS(&c->cv, &m->cs, INFINITE); }
+void plat_cond_broadcast(plat_cond *c) { WakeAllConditionVariable(&c->cv); }
+
+int plat_cpu_count(void) {
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    return si.dwNumberOfProcessors > 0 ? (int)si.dwNumberOfProcessors : 1;
+}
+
+static volatile int *interrupt_flag;
+
+static BOOL WINAPI on_console_event(DWORD type) {
+    if (type == CTRL_C_EVENT && interrupt_flag) {
+        *interrupt_flag = 1;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+void plat_interrupt_install(volatile int *flag) {
+    interrupt_flag = flag;
+    SetConsoleCtrlHandler(on_console_event, TRUE);
+}
+
+void plat_interrupt_remove(void) {
+    SetConsoleCtrlHandler(on_console_event, FALSE);
+    interrupt_flag = NULL;
+}
+
+double plat_time_seconds(void) {
+    LARGE_INTEGER f, c;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&c);
+    return (double)c.QuadPart / (double)f.QuadPart;
+}

@@ -97,9 +97,18 @@ static bool bpe_piece(const char *piece, size_t n, void *ctx) {
     const tok_vocab *v = s->v;
     if (n >= UINT32_MAX || !grow_state(s, n))
         return false;
+    /* A byte with no token of its own (SmolLM2 lacks 21) is dropped, as the reference BPE does
+     * without an unknown token, so its neighbours become adjacent. */
+    size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t t = v->byte_token[(unsigned char)piece[i]];
-        s->id[i] = t >= 0 ? t : v->unk;
+        if (t >= 0)
+            s->id[m++] = t;
+    }
+    n = m;
+    if (n == 0)
+        return true;
+    for (size_t i = 0; i < n; i++) {
         s->prev[i] = i == 0 ? NO_SYMBOL : (uint32_t)(i - 1);
         s->next[i] = i + 1 == n ? NO_SYMBOL : (uint32_t)(i + 1);
     }

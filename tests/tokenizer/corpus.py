@@ -42,7 +42,11 @@ COMBINING = [
     "Cafe\u0301 vs Caf\u00e9",
     "n\u0303andu\u0301",
     "a\u0300\u0301\u0302\u0303\u0304",
-    "Z\u0351\u036b\u0343\u036a\u0302\u036b\u033d\u034f\u0334\u0319\u0324\u031e\u0349\u035a\u032f\u031e\u0320\u034dA\u036b\u0357\u0334\u0362\u0335\u031c\u0330\u0354L\u0368\u0367\u0369\u0358\u0320G\u0311\u0357\u030e\u0305\u035b\u0341\u0334\u033b\u0348\u034d\u0354\u0339O\u0342\u030c\u030c\u0358\u0328\u0335\u0339\u033b\u031d\u0333",
+    "Z\u0351\u036b\u0343\u036a\u0302\u036b\u033d\u034f\u0334\u0319\u0324\u031e\u0349"
+    "\u035a\u032f\u031e\u0320\u034dA\u036b\u0357\u0334\u0362\u0335\u031c\u0330\u0354L"
+    "\u0368\u0367\u0369\u0358\u0320G\u0311\u0357\u030e\u0305\u035b\u0341\u0334\u033b"
+    "\u0348\u034d\u0354\u0339O\u0342\u030c\u030c\u0358\u0328\u0335\u0339\u033b\u031d"
+    "\u0333",
     "\u0301",
     " \u0301",
     "\u0301\u0301\u0301",
@@ -334,6 +338,11 @@ SHORT = [
     "\ufffd",
     "\U0010ffff",
     "\ue000",  # private use
+    # bytes with no single-byte token in SmolLM2's byte-level vocab (0x04 0x06 0x13 0x14 0x16
+    # 0x1d 0xc0 0xc1 0xf1 0xf2 0xf5-0xff): the reference drops them, as llama.cpp does
+    "a\x04b\x06c\x13d\x14e\x16f\x1dg",
+    "\U00050000 plane 5 (lead byte 0xf1)",
+    "\U000E0041\U000E0042 tag characters",
 ]
 
 REPEATS = [

@@ -21,7 +21,7 @@ import os
 import struct
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -288,7 +288,6 @@ class RefTokenizer:
     n_merges: int
     n_control: int
     n_user: int
-    info: dict = field(default_factory=dict)
 
     @property
     def kind(self):
@@ -316,6 +315,13 @@ class RefTokenizer:
         if t == TOKEN_BYTE:
             return bytes([int(text[3:5], 16)])
         return text.replace(SPACE_MARK, " ").encode("utf-8")
+
+    def unrepresentable_bytes(self):
+        """Bytes that have no single-byte token in a byte-level vocab (empty set otherwise)."""
+        if not self.byte_level:
+            return set()
+        have = set(self.vocab.tokens)
+        return {b for b in range(256) if BYTE_TO_CHAR[b] not in have}
 
     def decode(self, ids):
         """Byte-exact decode of `ids`."""

@@ -1,0 +1,103 @@
+/* backend.h: the compute seam between model code and hardware.
+ *
+ * Four nouns: a device (CPU, a GPU) owns buffers; a tensor is a typed 2-D view of device memory;
+ * operations are the device's table of kernels, called on tensors that live on it. Model code only
+ * names tensors and calls bk_* operations, so a GPU backend plugs in by filling one bk_device_ops
+ * table, and a model can put some layers on one device and the rest on another, moving activations
+ * with bk_copy. Tensors are 2-D: ne0 elements per row (contiguous), ne1 rows.
+ */
+#ifndef BRASA_BACKEND_H
+#define BRASA_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "brasa.h"
+
+typedef struct bk_device bk_device;
+typedef struct bk_buffer bk_buffer;
+
+typedef struct bk_tensor {
+    uint32_t type;   /* quant_type: weights may be quantized, activations are f32 */
+    int64_t ne0;     /* elements per row */
+    int64_t ne1;     /* rows */
+    size_t row_bytes;
+    void *data;      /* device memory (for the CPU, a plain pointer, possibly into a mapped file) */
+    bk_device *dev;  /* where the memory is; NULL for host memory */
+} bk_tensor;
+
+typedef enum bk_rope_mode {
+    BK_ROPE_NORMAL, /* rotate adjacent pairs (2i, 2i+1): llama as converted to GGUF */
+    BK_ROPE_NEOX    /* rotate pairs (i, i + rope_dim/2): qwen2, gemma3 */
+} bk_rope_mode;
+
+typedef enum bk_act {
+    BK_ACT_SILU,
+    BK_ACT_GELU_TANH
+} bk_act;
+
+typedef struct bk_attention_params {
+    int32_t n_head, n_head_kv, head_dim;
+    float scale;          /* applied to q.k */
+    float softcap;        /* 0: none; else scores become softcap * tanh(scores / softcap) */
+    int32_t window;       /* 0: full causal; else a query at p sees keys at p - window < j <= p */
+} bk_attention_params;
+
+/* The kernels a device provides. Every operation runs on dev, reads and writes tensors whose memory
+ * dev can reach (the CPU reaches host memory, including the mapped model file) and returns a status
+ * (a GPU can fail at any call). Shapes: x and y are activations with one row per token. */
+typedef struct bk_device_ops {
+    const char *name;
+    brasa_status (*buffer_alloc)(bk_device *dev, size_t bytes, bk_buffer **out, brasa_error *err);
+    void (*buffer_free)(bk_buffer *buf);
+    void *(*buffer_base)(bk_buffer *buf);
+    /* host <-> device copies of whole tensors (rows [row0, row0 + n_rows)) */
+    brasa_status (*upload)(bk_tensor *dst, const void *src, int64_t row0, int64_t n_rows, brasa_error *err);
+    brasa_status (*download)(const bk_tensor *src, void *dst, int64_t row0, int64_t n_rows, brasa_error *err);
+
+    /* y[t] = table[ids[t]] dequantized; y: (n, table->ne0) f32 */
+    brasa_status (*get_rows)(bk_device *dev, const bk_tensor *table, const int32_t *ids, int64_t n, bk_tensor *y, brasa_error *err);
+    /* y[t][o] = sum_i w[o][i] * x[t][i] (+ bias[o]); w: (n_out, n_in) any type, x: (n_tok, n_in), y: (n_tok, n_out) */
+    brasa_status (*matmul)(bk_device *dev, const bk_tensor *w, const bk_tensor *x, const bk_tensor *bias, bk_tensor *y, brasa_error *err);
+    /* RMS-normalizes every group of `group` consecutive elements of x and multiplies by w (length
+     * group); group = ne0 for whole rows, head_dim for per-head norms. In place allowed. */
+    brasa_status (*rms_norm)(bk_device *dev, const bk_tensor *x, const bk_tensor *w, int64_t group, float eps, bk_tensor *y, brasa_error *err);
+    /* y = a + b, elementwise (same shapes). In place allowed. */
+    brasa_status (*add)(bk_device *dev, const bk_tensor *a, const bk_tensor *b, bk_tensor *y, brasa_error *err);
+    /* x *= s, in place */
+    brasa_status (*scale)(bk_device *dev, bk_tensor *x, float s, brasa_error *err);
+    /* rotary embedding in place: each row of x holds n_head heads of head_dim; row t is at pos[t];
+     * the first rope_dim dims of each head rotate with theta_i = pos * base^(-2i/rope_dim) * freq_scale */
+    brasa_status (*rope)(bk_device *dev, bk_tensor *x, int32_t n_head, int32_t head_dim, int32_t rope_dim, const int32_t *pos,
+                         float base, float freq_scale, bk_rope_mode mode, brasa_error *err);
+    /* y = act(gate) * up, elementwise */
+    brasa_status (*glu)(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err);
+    /* copies rows of src into dst starting at row dst_row (KV cache append) */
+    brasa_status (*copy_rows)(bk_device *dev, const bk_tensor *src, bk_tensor *dst, int64_t dst_row, brasa_error *err);
+    /* causal attention of q (n_tok, n_head*head_dim), row t at position pos[t], over the cache rows
+     * 0..pos[t] of k and v (n_ctx, n_head_kv*head_dim); out like q */
+    brasa_status (*attention)(bk_device *dev, const bk_tensor *q, const bk_tensor *k, const bk_tensor *v, const int32_t *pos,
+                              const bk_attention_params *p, bk_tensor *out, brasa_error *err);
+    /* x = cap * tanh(x / cap), in place */
+    brasa_status (*softcap)(bk_device *dev, bk_tensor *x, float cap, brasa_error *err);
+} bk_device_ops;
+
+struct bk_device {
+    const bk_device_ops *ops;
+    void *impl; /* the backend's own state */
+};
+
+/* The CPU device, running kernels on n_threads threads. */
+brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err);
+void bk_cpu_free(bk_device *dev);
+
+/* Makes a tensor view: rows of type `type` at data on dev. */
+bk_tensor bk_view(bk_device *dev, uint32_t type, int64_t ne0, int64_t ne1, void *data);
+/* The same tensor restricted to rows [row0, row0 + n). */
+bk_tensor bk_rows(const bk_tensor *t, int64_t row0, int64_t n);
+
+/* Moves rows between tensors on possibly different devices (through the host when needed). */
+brasa_status bk_copy(const bk_tensor *src, bk_tensor *dst, brasa_error *err);
+
+#endif

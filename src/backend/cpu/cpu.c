@@ -1,0 +1,395 @@
+/* cpu.c: the CPU device. Kernels split their work across the thread pool by output rows (matmul)
+ * or by (token, head) (attention), so every output value is computed by exactly one thread in a
+ * fixed order: results are bit-identical for any thread count. Per-thread scratch grows on first
+ * use and is then reused, so the per-token path does not allocate.
+ * These are the plain kernels; SIMD variants will be chosen at start-up behind the same table. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/pool.h"
+#include "quant/quant.h"
+
+typedef struct cpu_scratch {
+    float *data;
+    size_t cap; /* floats */
+} cpu_scratch;
+
+typedef struct cpu_impl {
+    pool *pool;
+    int n_threads;
+    cpu_scratch *scratch; /* (n_threads) */
+} cpu_impl;
+
+struct bk_buffer {
+    void *base;
+    size_t bytes;
+};
+
+/* Makes sure each thread has at least n floats of scratch. */
+static brasa_status reserve_scratch(cpu_impl *c, size_t n, brasa_error *err) {
+    for (int i = 0; i < c->n_threads; i++) {
+        if (c->scratch[i].cap >= n)
+            continue;
+        float *p = realloc(c->scratch[i].data, n * sizeof *p);
+        if (!p)
+            return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory for CPU scratch (%zu floats)", n);
+        c->scratch[i].data = p;
+        c->scratch[i].cap = n;
+    }
+    return BRASA_OK;
+}
+
+static void split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
+    int64_t per = (n + nth - 1) / nth;
+    *lo = per * ith < n ? per * ith : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+/* A dot product with eight running sums: the fixed order keeps results reproducible, and the
+ * independent sums let the compiler use vector registers. */
+static float dot_f32(const float *a, const float *b, int64_t n) {
+    float s[8] = { 0 };
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            s[k] += a[i + k] * b[i + k];
+    float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; i++)
+        sum += a[i] * b[i];
+    return sum;
+}
+
+/* ---- buffers ---- */
+
+static brasa_status cpu_buffer_alloc(bk_device *dev, size_t bytes, bk_buffer **out, brasa_error *err) {
+    (void)dev;
+    bk_buffer *b = malloc(sizeof *b);
+    void *base = calloc(bytes ? bytes : 1, 1);
+    if (!b || !base) {
+        free(b);
+        free(base);
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory allocating %zu bytes", bytes);
+    }
+    b->base = base;
+    b->bytes = bytes;
+    *out = b;
+    return BRASA_OK;
+}
+
+static void cpu_buffer_free(bk_buffer *b) {
+    if (b) {
+        free(b->base);
+        free(b);
+    }
+}
+
+static void *cpu_buffer_base(bk_buffer *b) {
+    return b->base;
+}
+
+static brasa_status cpu_upload(bk_tensor *dst, const void *src, int64_t row0, int64_t n, brasa_error *err) {
+    (void)err;
+    memcpy((char *)dst->data + (size_t)row0 * dst->row_bytes, src, (size_t)n * dst->row_bytes);
+    return BRASA_OK;
+}
+
+static brasa_status cpu_download(const bk_tensor *src, void *dst, int64_t row0, int64_t n, brasa_error *err) {
+    (void)err;
+    memcpy(dst, (const char *)src->data + (size_t)row0 * src->row_bytes, (size_t)n * src->row_bytes);
+    return BRASA_OK;
+}
+
+/* ---- kernels ---- */
+
+static brasa_status cpu_get_rows(bk_device *dev, const bk_tensor *table, const int32_t *ids, int64_t n, bk_tensor *y, brasa_error *err) {
+    for (int64_t t = 0; t < n; t++) {
+        if (ids[t] < 0 || ids[t] >= table->ne1)
+            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "token %d is outside the %lld-row embedding", ids[t],
+                           (long long)table->ne1);
+        const char *row = (const char *)table->data + (size_t)ids[t] * table->row_bytes;
+        if (!quant_dequantize(table->type, row, (float *)((char *)y->data + (size_t)t * y->row_bytes), table->ne0))
+            return err_set(err, BRASA_ERR_UNSUPPORTED, "no CPU kernel for %s tensors", quant_name(table->type));
+    }
+    return BRASA_OK;
+}
+
+typedef struct matmul_job {
+    const bk_tensor *w, *x, *bias, *y;
+    cpu_impl *c;
+} matmul_job;
+
+static void matmul_part(void *ctx, int ith, int nth) {
+    const matmul_job *j = ctx;
+    const bk_tensor *w = j->w, *x = j->x, *y = j->y;
+    int64_t lo, hi;
+    split(w->ne1, ith, nth, &lo, &hi);
+    float *row = j->c->scratch[ith].data;
+    const float *bias = j->bias ? (const float *)j->bias->data : NULL;
+    for (int64_t o = lo; o < hi; o++) {
+        const char *wrow = (const char *)w->data + (size_t)o * w->row_bytes;
+        const float *wf = (const float *)wrow;
+        if (w->type != QUANT_F32) {
+            quant_dequantize(w->type, wrow, row, w->ne0);
+            wf = row;
+        }
+        for (int64_t t = 0; t < x->ne1; t++) {
+            const float *xt = (const float *)((const char *)x->data + (size_t)t * x->row_bytes);
+            float v = dot_f32(wf, xt, w->ne0);
+            if (bias)
+                v += bias[o];
+            ((float *)((char *)y->data + (size_t)t * y->row_bytes))[o] = v;
+        }
+    }
+}
+
+static brasa_status cpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tensor *x, const bk_tensor *bias, bk_tensor *y,
+                               brasa_error *err) {
+    const quant_traits *q = quant_get(w->type);
+    if (!q || !q->dequantize)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "no CPU kernel for %s weights", quant_name(w->type));
+    if (x->ne0 != w->ne0 || y->ne0 != w->ne1 || y->ne1 != x->ne1)
+        return err_set(err, BRASA_ERR_INTERNAL, "matmul shapes: w %lldx%lld, x %lldx%lld, y %lldx%lld",
+                       (long long)w->ne1, (long long)w->ne0, (long long)x->ne1, (long long)x->ne0,
+                       (long long)y->ne1, (long long)y->ne0);
+    cpu_impl *c = dev->impl;
+    brasa_status st = reserve_scratch(c, (size_t)w->ne0, err);
+    if (st != BRASA_OK)
+        return st;
+    matmul_job job = { w, x, bias, y, c };
+    pool_run(c->pool, matmul_part, &job);
+    return BRASA_OK;
+}
+
+static brasa_status cpu_rms_norm(bk_device *dev, const bk_tensor *x, const bk_tensor *w, int64_t group, float eps, bk_tensor *y,
+                                 brasa_error *err) {
+    if (group <= 0 || x->ne0 % group != 0 || (w && w->ne0 != group))
+        return err_set(err, BRASA_ERR_INTERNAL, "rms_norm: group %lld does not divide rows of %lld", (long long)group,
+                       (long long)x->ne0);
+    const float *wf = w ? (const float *)w->data : NULL;
+    for (int64_t t = 0; t < x->ne1; t++) {
+        const float *xr = (const float *)((const char *)x->data + (size_t)t * x->row_bytes);
+        float *yr = (float *)((char *)y->data + (size_t)t * y->row_bytes);
+        for (int64_t g = 0; g < x->ne0; g += group) {
+            double ss = 0.0;
+            for (int64_t i = 0; i < group; i++)
+                ss += (double)xr[g + i] * (double)xr[g + i];
+            const float scale = (float)(1.0 / sqrt(ss / (double)group + (double)eps));
+            for (int64_t i = 0; i < group; i++)
+                yr[g + i] = wf ? xr[g + i] * scale * wf[i] : xr[g + i] * scale;
+        }
+    }
+    return BRASA_OK;
+}
+
+static brasa_status cpu_add(bk_device *dev, const bk_tensor *a, const bk_tensor *b, bk_tensor *y, brasa_error *err) {
+    (void)err;
+    for (int64_t t = 0; t < a->ne1; t++) {
+        const float *ar = (const float *)((const char *)a->data + (size_t)t * a->row_bytes);
+        const float *br = (const float *)((const char *)b->data + (size_t)t * b->row_bytes);
+        float *yr = (float *)((char *)y->data + (size_t)t * y->row_bytes);
+        for (int64_t i = 0; i < a->ne0; i++)
+            yr[i] = ar[i] + br[i];
+    }
+    return BRASA_OK;
+}
+
+static brasa_status cpu_scale(bk_device *dev, bk_tensor *x, float s, brasa_error *err) {
+    (void)err;
+    for (int64_t t = 0; t < x->ne1; t++) {
+        float *r = (float *)((char *)x->data + (size_t)t * x->row_bytes);
+        for (int64_t i = 0; i < x->ne0; i++)
+            r[i] *= s;
+    }
+    return BRASA_OK;
+}
+
+static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, int32_t n_head, int32_t head_dim, int32_t rope_dim, const int32_t *pos,
+                             float base, float freq_scale, bk_rope_mode mode, brasa_error *err) {
+    if (rope_dim > head_dim || rope_dim % 2 != 0 || (int64_t)n_head * head_dim != x->ne0)
+        return err_set(err, BRASA_ERR_INTERNAL, "rope: bad dims (%d of %d, %d heads, row %lld)", rope_dim, head_dim,
+                       n_head, (long long)x->ne0);
+    const int half = rope_dim / 2;
+    for (int64_t t = 0; t < x->ne1; t++) {
+        float *r = (float *)((char *)x->data + (size_t)t * x->row_bytes);
+        for (int i = 0; i < half; i++) {
+            const double theta = (double)pos[t] * (double)freq_scale * pow((double)base, -2.0 * i / rope_dim);
+            const float c = (float)cos(theta), s = (float)sin(theta);
+            for (int h = 0; h < n_head; h++) {
+                float *v = r + (size_t)h * (size_t)head_dim;
+                const int a = mode == BK_ROPE_NEOX ? i : 2 * i;
+                const int b = mode == BK_ROPE_NEOX ? i + half : 2 * i + 1;
+                const float x0 = v[a], x1 = v[b];
+                v[a] = x0 * c - x1 * s;
+                v[b] = x0 * s + x1 * c;
+            }
+        }
+    }
+    return BRASA_OK;
+}
+
+static brasa_status cpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err) {
+    (void)err;
+    for (int64_t t = 0; t < gate->ne1; t++) {
+        const float *g = (const float *)((const char *)gate->data + (size_t)t * gate->row_bytes);
+        const float *u = (const float *)((const char *)up->data + (size_t)t * up->row_bytes);
+        float *yr = (float *)((char *)y->data + (size_t)t * y->row_bytes);
+        for (int64_t i = 0; i < gate->ne0; i++) {
+            const float v = g[i];
+            float a;
+            if (act == BK_ACT_SILU) {
+                a = v / (1.0f + expf(-v));
+            } else { /* GELU, tanh approximation */
+                a = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+            }
+            yr[i] = a * u[i];
+        }
+    }
+    return BRASA_OK;
+}
+
+static brasa_status cpu_copy_rows(bk_device *dev, const bk_tensor *src, bk_tensor *dst, int64_t dst_row, brasa_error *err) {
+    if (dst_row < 0 || dst_row + src->ne1 > dst->ne1 || src->row_bytes != dst->row_bytes)
+        return err_set(err, BRASA_ERR_INTERNAL, "copy_rows: %lld rows at %lld do not fit in %lld",
+                       (long long)src->ne1, (long long)dst_row, (long long)dst->ne1);
+    memcpy((char *)dst->data + (size_t)dst_row * dst->row_bytes, src->data, (size_t)src->ne1 * src->row_bytes);
+    return BRASA_OK;
+}
+
+typedef struct attn_job {
+    const bk_tensor *q, *k, *v, *out;
+    const int32_t *pos;
+    const bk_attention_params *p;
+    cpu_impl *c;
+} attn_job;
+
+static void attention_part(void *ctx, int ith, int nth) {
+    const attn_job *j = ctx;
+    const bk_attention_params *p = j->p;
+    const int64_t n_items = j->q->ne1 * p->n_head;
+    const int group = p->n_head / p->n_head_kv;
+    int64_t lo, hi;
+    split(n_items, ith, nth, &lo, &hi);
+    float *scores = j->c->scratch[ith].data;
+    float *acc = scores + (j->k->ne1 + 1);
+    for (int64_t item = lo; item < hi; item++) {
+        const int64_t t = item / p->n_head;
+        const int h = (int)(item % p->n_head), hk = h / group;
+        const float *q = (const float *)((const char *)j->q->data + (size_t)t * j->q->row_bytes) + (size_t)h * (size_t)p->head_dim;
+        const int64_t last = j->pos[t];
+        const int64_t first = p->window > 0 && last - p->window + 1 > 0 ? last - p->window + 1 : 0;
+        float max = -INFINITY;
+        for (int64_t s = first; s <= last; s++) {
+            const float *k = (const float *)((const char *)j->k->data + (size_t)s * j->k->row_bytes) + (size_t)hk * (size_t)p->head_dim;
+            float v = dot_f32(q, k, p->head_dim) * p->scale;
+            if (p->softcap > 0)
+                v = p->softcap * tanhf(v / p->softcap);
+            scores[s - first] = v;
+            if (v > max)
+                max = v;
+        }
+        double sum = 0.0;
+        for (int64_t s = first; s <= last; s++) {
+            scores[s - first] = expf(scores[s - first] - max);
+            sum += scores[s - first];
+        }
+        const float inv = (float)(1.0 / sum);
+        memset(acc, 0, (size_t)p->head_dim * sizeof *acc);
+        for (int64_t s = first; s <= last; s++) {
+            const float *v = (const float *)((const char *)j->v->data + (size_t)s * j->v->row_bytes) + (size_t)hk * (size_t)p->head_dim;
+            const float w = scores[s - first] * inv;
+            for (int d = 0; d < p->head_dim; d++)
+                acc[d] += w * v[d];
+        }
+        float *o = (float *)((char *)j->out->data + (size_t)t * j->out->row_bytes) + (size_t)h * (size_t)p->head_dim;
+        memcpy(o, acc, (size_t)p->head_dim * sizeof *o);
+    }
+}
+
+static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_tensor *k, const bk_tensor *v, const int32_t *pos,
+                                  const bk_attention_params *p, bk_tensor *out, brasa_error *err) {
+    if (p->n_head_kv <= 0 || p->n_head % p->n_head_kv != 0)
+        return err_set(err, BRASA_ERR_INTERNAL, "attention: %d heads over %d KV heads", p->n_head, p->n_head_kv);
+    for (int64_t t = 0; t < q->ne1; t++)
+        if (pos[t] < 0 || pos[t] >= k->ne1)
+            return err_set(err, BRASA_ERR_INTERNAL, "attention: position %d outside the %lld-row cache", pos[t],
+                           (long long)k->ne1);
+    cpu_impl *c = dev->impl;
+    brasa_status st = reserve_scratch(c, (size_t)k->ne1 + 1 + (size_t)p->head_dim, err);
+    if (st != BRASA_OK)
+        return st;
+    attn_job job = { q, k, v, out, pos, p, c };
+    pool_run(c->pool, attention_part, &job);
+    return BRASA_OK;
+}
+
+static brasa_status cpu_softcap(bk_device *dev, bk_tensor *x, float cap, brasa_error *err) {
+    (void)err;
+    for (int64_t t = 0; t < x->ne1; t++) {
+        float *r = (float *)((char *)x->data + (size_t)t * x->row_bytes);
+        for (int64_t i = 0; i < x->ne0; i++)
+            r[i] = cap * tanhf(r[i] / cap);
+    }
+    return BRASA_OK;
+}
+
+static const bk_device_ops cpu_ops = {
+    .name = "cpu",
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .buffer_base = cpu_buffer_base,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .get_rows = cpu_get_rows,
+    .matmul = cpu_matmul,
+    .rms_norm = cpu_rms_norm,
+    .add = cpu_add,
+    .scale = cpu_scale,
+    .rope = cpu_rope,
+    .glu = cpu_glu,
+    .copy_rows = cpu_copy_rows,
+    .attention = cpu_attention,
+    .softcap = cpu_softcap,
+};
+
+brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err) {
+    *out = NULL;
+    bk_device *dev = calloc(1, sizeof *dev);
+    cpu_impl *c = calloc(1, sizeof *c);
+    if (!dev || !c) {
+        free(dev);
+        free(c);
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    }
+    dev->ops = &cpu_ops;
+    dev->impl = c;
+    brasa_status st = pool_create(n_threads, &c->pool, err);
+    if (st == BRASA_OK) {
+        c->n_threads = n_threads;
+        c->scratch = calloc((size_t)n_threads, sizeof *c->scratch);
+        if (!c->scratch)
+            st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    }
+    if (st != BRASA_OK) {
+        bk_cpu_free(dev);
+        return st;
+    }
+    *out = dev;
+    return BRASA_OK;
+}
+
+void bk_cpu_free(bk_device *dev) {
+    if (!dev)
+        return;
+    cpu_impl *c = dev->impl;
+    if (c) {
+        pool_free(c->pool);
+        for (int i = 0; c->scratch && i < c->n_threads; i++)
+            free(c->scratch[i].data);
+        free(c->scratch);
+        free(c);
+    }
+    free(dev);
+}

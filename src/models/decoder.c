@@ -1,0 +1,95 @@
+/* decoder.c: the transformer building blocks, each a few backend operations. */
+#include "models/decoder.h"
+
+#include <math.h>
+
+#define OPS(f) ((f)->dev->ops)
+
+static bool present(const bk_tensor *t) {
+    return t->data != NULL;
+}
+
+/* Sliding-window layers: all but every swa_pattern-th one when the model has a window. */
+static bool layer_is_local(const arch_hparams *hp, int il) {
+    if (hp->sliding_window <= 0)
+        return false;
+    if (hp->swa_pattern <= 0)
+        return true;
+    return (il + 1) % hp->swa_pattern != 0;
+}
+
+brasa_status fwd_embed(fwd *f) {
+    FWD_TRY(OPS(f)->get_rows(f->dev, &f->w->tok_embd, f->tokens, f->n, &f->x, f->err));
+    if (f->hp->embd_scale != 1.0f)
+        FWD_TRY(OPS(f)->scale(f->dev, &f->x, f->hp->embd_scale, f->err));
+    return BRASA_OK;
+}
+
+brasa_status fwd_norm(fwd *f, const bk_tensor *in, const bk_tensor *weight, bk_tensor *out) {
+    return OPS(f)->rms_norm(f->dev, in, weight, in->ne0, f->hp->norm_eps, out, f->err);
+}
+
+brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *out) {
+    const arch_hparams *hp = f->hp;
+    const arch_layer *l = &f->w->layers[il];
+    const bk_device_ops *ops = OPS(f);
+    /* projections */
+    FWD_TRY(ops->matmul(f->dev, &l->wq, in, present(&l->bq) ? &l->bq : NULL, &f->q, f->err));
+    FWD_TRY(ops->matmul(f->dev, &l->wk, in, present(&l->bk) ? &l->bk : NULL, &f->k, f->err));
+    FWD_TRY(ops->matmul(f->dev, &l->wv, in, present(&l->bv) ? &l->bv : NULL, &f->v, f->err));
+    /* per-head RMSNorm of queries and keys (gemma3, qwen3) */
+    if (present(&l->q_norm))
+        FWD_TRY(ops->rms_norm(f->dev, &f->q, &l->q_norm, hp->head_dim, hp->norm_eps, &f->q, f->err));
+    if (present(&l->k_norm))
+        FWD_TRY(ops->rms_norm(f->dev, &f->k, &l->k_norm, hp->head_dim, hp->norm_eps, &f->k, f->err));
+    /* rotary position embedding */
+    const bool local = layer_is_local(hp, il);
+    const float base = local ? hp->rope_base_local : hp->rope_base;
+    const float freq_scale = local ? 1.0f : hp->rope_freq_scale;
+    FWD_TRY(ops->rope(f->dev, &f->q, hp->n_head, hp->head_dim, hp->rope_dim, f->pos, base, freq_scale, hp->rope_mode, f->err));
+    FWD_TRY(ops->rope(f->dev, &f->k, hp->n_head_kv, hp->head_dim, hp->rope_dim, f->pos, base, freq_scale, hp->rope_mode, f->err));
+    /* append to the cache, attend over it */
+    FWD_TRY(ops->copy_rows(f->dev, &f->k, &f->k_cache[il], f->pos[0], f->err));
+    FWD_TRY(ops->copy_rows(f->dev, &f->v, &f->v_cache[il], f->pos[0], f->err));
+    bk_attention_params ap = { hp->n_head, hp->n_head_kv, hp->head_dim, hp->attn_scale, hp->attn_softcap,
+                               local ? hp->sliding_window : 0 };
+    FWD_TRY(ops->attention(f->dev, &f->q, &f->k_cache[il], &f->v_cache[il], f->pos, &ap, &f->att, f->err));
+    return ops->matmul(f->dev, &l->wo, &f->att, NULL, out, f->err);
+}
+
+brasa_status fwd_ffn(fwd *f, int il, const bk_tensor *in, bk_tensor *out) {
+    const arch_layer *l = &f->w->layers[il];
+    const bk_device_ops *ops = OPS(f);
+    FWD_TRY(ops->matmul(f->dev, &l->ffn_gate, in, NULL, &f->gate, f->err));
+    FWD_TRY(ops->matmul(f->dev, &l->ffn_up, in, NULL, &f->up, f->err));
+    FWD_TRY(ops->glu(f->dev, &f->gate, &f->up, f->hp->ffn_act, &f->gate, f->err));
+    return ops->matmul(f->dev, &l->ffn_down, &f->gate, NULL, out, f->err);
+}
+
+brasa_status fwd_residual(fwd *f, const bk_tensor *o) {
+    return OPS(f)->add(f->dev, &f->x, o, &f->x, f->err);
+}
+
+brasa_status fwd_output(fwd *f) {
+    bk_tensor x = bk_rows(&f->x, f->logits_first, f->n - f->logits_first);
+    bk_tensor h = bk_rows(&f->h, 0, x.ne1);
+    FWD_TRY(fwd_norm(f, &x, &f->w->output_norm, &h));
+    FWD_TRY(OPS(f)->matmul(f->dev, &f->w->output, &h, NULL, &f->logits, f->err));
+    if (f->hp->final_softcap > 0)
+        FWD_TRY(OPS(f)->softcap(f->dev, &f->logits, f->hp->final_softcap, f->err));
+    return BRASA_OK;
+}
+
+brasa_status fwd_standard_decoder(fwd *f) {
+    FWD_TRY(fwd_embed(f));
+    for (int il = 0; il < f->hp->n_layer; il++) {
+        const arch_layer *l = &f->w->layers[il];
+        FWD_TRY(fwd_norm(f, &f->x, &l->attn_norm, &f->h));
+        FWD_TRY(fwd_self_attention(f, il, &f->h, &f->o));
+        FWD_TRY(fwd_residual(f, &f->o));
+        FWD_TRY(fwd_norm(f, &f->x, &l->ffn_norm, &f->h));
+        FWD_TRY(fwd_ffn(f, il, &f->h, &f->o));
+        FWD_TRY(fwd_residual(f, &f->o));
+    }
+    return fwd_output(f);
+}

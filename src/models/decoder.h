@@ -1,0 +1,56 @@
+/* decoder.h: the building blocks of a decoder-only transformer forward pass (embedding, norm,
+ * self-attention with a KV cache, gated FFN, output head), over the backend seam. An architecture's
+ * forward pass is a short sequence of these calls, reading like the model's equations. */
+#ifndef BRASA_MODELS_DECODER_H
+#define BRASA_MODELS_DECODER_H
+
+#include "backend/backend.h"
+#include "models/arch.h"
+
+/* One evaluation of a batch of tokens: the weights, the activations (views sized for the batch), the
+ * KV cache, and where the logits go. Filled by the engine, read by the forward pass. */
+typedef struct fwd {
+    bk_device *dev;
+    const arch_hparams *hp;
+    const arch_weights *w;
+    int64_t n;              /* tokens in the batch */
+    const int32_t *tokens;  /* (n) */
+    const int32_t *pos;     /* (n) positions; the batch occupies cache rows pos[0] .. pos[0] + n - 1 */
+    bk_tensor x;            /* (n, n_embd) the residual stream */
+    bk_tensor h;            /* (n, n_embd) normalized input of a sub-layer */
+    bk_tensor o;            /* (n, n_embd) a sub-layer's output */
+    bk_tensor q;            /* (n, n_head*head_dim) */
+    bk_tensor k, v;         /* (n, n_head_kv*head_dim) */
+    bk_tensor att;          /* (n, n_head*head_dim) attention output before wo */
+    bk_tensor gate, up;     /* (n, n_ff) */
+    bk_tensor *k_cache, *v_cache; /* (n_layer) each (n_ctx, n_head_kv*head_dim) */
+    int64_t logits_first;   /* logits are wanted for tokens logits_first .. n-1 */
+    bk_tensor logits;       /* (n - logits_first, n_vocab) */
+    brasa_error *err;
+} fwd;
+
+#define FWD_TRY(expr)                                                                               \
+    do {                                                                                            \
+        brasa_status fwd_st_ = (expr);                                                              \
+        if (fwd_st_ != BRASA_OK)                                                                    \
+            return fwd_st_;                                                                         \
+    } while (0)
+
+/* x = tok_embd[tokens] * embd_scale */
+brasa_status fwd_embed(fwd *f);
+/* out = rmsnorm(in) * weight */
+brasa_status fwd_norm(fwd *f, const bk_tensor *in, const bk_tensor *weight, bk_tensor *out);
+/* out = wo · attention(rope(q), rope(k), v) of layer il over in (QKV bias and QK-norm when the layer
+ * has them; the layer's rope base and window follow the sliding-window pattern) */
+brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
+/* out = down(act(gate · in) * (up · in)) */
+brasa_status fwd_ffn(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
+/* x += o */
+brasa_status fwd_residual(fwd *f, const bk_tensor *o);
+/* logits = output · rmsnorm(x) for the wanted tokens, softcapped when the model says so */
+brasa_status fwd_output(fwd *f);
+
+/* The pre-norm decoder of the llama family: x += attn(norm(x)); x += ffn(norm(x)). */
+brasa_status fwd_standard_decoder(fwd *f);
+
+#endif

@@ -1,0 +1,50 @@
+/* gemma3.c: the Gemma 3 architecture (text). Differences from Llama: embeddings scaled by
+ * sqrt(n_embd); RMSNorm also after attention and after the FFN (the "sandwich"); per-head RMSNorm
+ * of Q and K; GeGLU (tanh GELU) FFN; NEOX rope; local sliding-window layers with their own rope base
+ * interleaved with global layers. The converter stores norm weights as 1 + w, so they multiply
+ * directly. */
+#include <math.h>
+
+#include "core/error.h"
+#include "models/decoder.h"
+
+/* Architecture constants for files that do not carry them (Gemma 3's published configuration). */
+#define GEMMA3_SWA_PATTERN 6          /* five local layers, then one global */
+#define GEMMA3_ROPE_BASE_LOCAL 10000.0f
+
+static brasa_status gemma3_load(const gguf_file *f, arch_hparams *hp, arch_weights *w, brasa_error *err) {
+    brasa_status st = arch_read_common(f, "gemma3", hp, err);
+    if (st != BRASA_OK)
+        return st;
+    hp->rope_mode = BK_ROPE_NEOX;
+    hp->ffn_act = BK_ACT_GELU_TANH;
+    hp->embd_scale = sqrtf((float)hp->n_embd);
+    hp->swa_pattern = GEMMA3_SWA_PATTERN;
+    gguf_get_i32(f, "gemma3.attention.sliding_window_pattern", &hp->swa_pattern);
+    hp->rope_base_local = GEMMA3_ROPE_BASE_LOCAL;
+    gguf_get_f32(f, "gemma3.rope.local.freq_base", &hp->rope_base_local);
+    if (hp->swa_pattern < 0 || !(hp->rope_base_local > 1.0f))
+        return err_set(err, BRASA_ERR_FORMAT, "gemma3 sliding-window pattern %d or local rope base %g is invalid",
+                       hp->swa_pattern, (double)hp->rope_base_local);
+    return arch_bind_standard(f, hp, (arch_tensor_set){ .qk_norm = true, .post_norms = true }, w, err);
+}
+
+static brasa_status gemma3_forward(fwd *f) {
+    FWD_TRY(fwd_embed(f));
+    for (int il = 0; il < f->hp->n_layer; il++) {
+        const arch_layer *l = &f->w->layers[il];
+        /* attention sub-layer, normalized before and after */
+        FWD_TRY(fwd_norm(f, &f->x, &l->attn_norm, &f->h));
+        FWD_TRY(fwd_self_attention(f, il, &f->h, &f->o));
+        FWD_TRY(fwd_norm(f, &f->o, &l->attn_post_norm, &f->o));
+        FWD_TRY(fwd_residual(f, &f->o));
+        /* GeGLU feed-forward sub-layer, likewise */
+        FWD_TRY(fwd_norm(f, &f->x, &l->ffn_norm, &f->h));
+        FWD_TRY(fwd_ffn(f, il, &f->h, &f->o));
+        FWD_TRY(fwd_norm(f, &f->o, &l->ffn_post_norm, &f->o));
+        FWD_TRY(fwd_residual(f, &f->o));
+    }
+    return fwd_output(f);
+}
+
+const arch_def arch_gemma3 = { "gemma3", gemma3_load, gemma3_forward };

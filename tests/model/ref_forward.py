@@ -1,0 +1,554 @@
+#!/usr/bin/env python3
+"""Independent NumPy reference forward pass for brasa's model tests.
+
+Written from the Hugging Face model definitions (LlamaForCausalLM, Qwen2ForCausalLM,
+Gemma3ForCausalLM) and the conventions of llama.cpp's GGUF converter; it shares no code with
+brasa. Weights come from the GGUF file and are dequantized with the `gguf` package's NumPy
+reference (gguf.quants.dequantize); hyper-parameters come only from the file's metadata, except
+for the architecture-level constants below that GGUF does not carry.
+
+Supported architectures (general.architecture):
+  llama   RMSNorm, RoPE on adjacent pairs (2i, 2i+1): llama.cpp's converter permutes the HF Q/K
+          weights so that HF's rotate_half becomes ggml's "normal" rope; GQA; SwiGLU FFN.
+  qwen2   as llama plus biases on Q, K, V; RoPE in NEOX mode (pairs (i, i + rope_dim/2)), the
+          Q/K weights are not permuted.
+  gemma3  embeddings scaled by sqrt(n_embd); RMSNorm whose GGUF weights are used directly as the
+          multiplier (the converter stores HF's 1 + w; see NORM_WEIGHTS_INCLUDE_ONE); per-head
+          RMSNorm of Q and K; NEOX RoPE with base 10000 on sliding-window ("local") layers and the
+          file's freq_base on global ones; attention scale 1/sqrt(key_length); sliding window
+          (position i sees j iff 0 <= i - j < sliding_window) on local layers; post-attention and
+          post-FFN RMSNorms; GeGLU FFN with the tanh approximation of GELU; tied output.
+
+Precision: weights are float32 (as dequantized); every matrix product against a weight is a
+float32 BLAS sgemm (float32 inputs and accumulation, inputs rounded to float32 just before it).
+Everything else is float64: the residual stream, RMSNorm, RoPE (angles too), Q/K/V after the
+projection, attention scores, softmax and the weighted sum of V, the KV cache, the activation
+functions. RefModel(path, precision="f64") does the weight products in float64 as well (weights
+converted per call; slow, for measuring the float32 noise floor). act_quant="q8" simulates
+llama.cpp-style int8 activations (Q8_0 blocks of 32 / Q8_K blocks of 256 for K-quant weights)
+to estimate what such a design costs; it is off by default.
+
+Usage as a script:
+  ref_forward.py --self-test [MODEL ...]   greedy continuations as text (models: smollm2 gemma3
+                                           qwen2 or paths; default all three from the cache)
+  ref_forward.py --noise-floor [MODEL ...] float32 reference vs float64 (and q8 activations)
+"""
+import argparse
+import math
+import mmap
+import os
+import resource
+import struct
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from gguf import GGMLQuantizationType
+from gguf.constants import GGML_QUANT_SIZES
+from gguf.quants import dequantize
+
+HERE = Path(__file__).resolve().parent
+
+# ----------------------------------------------------------------------------- architecture constants
+# These are properties of the architecture that GGUF files do not store (llama.cpp hard-codes
+# them too); everything else is read from the metadata.
+
+# ggml rope mode per architecture: "normal" rotates adjacent pairs (2i, 2i+1), "neox" rotates
+# (i, i + rope_dim/2). llama.cpp's convert_hf_to_gguf.py permutes llama's Q/K so "normal" applies.
+ROPE_MODE = {"llama": "normal", "qwen2": "neox", "gemma3": "neox"}
+# Gemma 3: 5 sliding-window layers then 1 global layer, unless the file says otherwise
+# ({arch}.attention.sliding_window_pattern); HF config sliding_window_pattern = 6.
+GEMMA3_SWA_PATTERN = 6
+# Gemma 3 local layers use HF's rope_local_base_freq = 10000; global ones the file's freq_base.
+GEMMA3_ROPE_LOCAL_BASE = 10000.0
+# Gemma 3 norm weights in GGUF already include HF's "+1" (Gemma3RMSNorm multiplies by 1 + w and
+# llama.cpp's converter adds the 1 when it writes the file). Checked on gemma-3-270m: the stored
+# norm weights sit around 1 (layer norms) to ~2-8, never near 0 as raw HF weights would.
+NORM_WEIGHTS_INCLUDE_ONE = True
+DEFAULT_ROPE_BASE = 10000.0
+
+# ----------------------------------------------------------------------------- a minimal GGUF reader
+
+_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q",
+           11: "<q", 12: "<d"}
+_NP_SCALAR = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "<u1",
+              10: "<u8", 11: "<i8", 12: "<f8"}
+_STRING, _ARRAY = 8, 9
+_KEEP_STRING_ARRAYS = 64  # longer string arrays (the vocabulary) are skipped, kept as a length
+
+
+class GGUF:
+    """Metadata and tensor directory of a GGUF v2/v3 file; tensor bytes through a memory map.
+    (gguf.GGUFReader builds Python objects for the whole vocabulary: ~20 s on Gemma's.)"""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            self._mm, self._pos = mm, 0
+            if mm[:4] != b"GGUF":
+                raise ValueError(f"{path}: not a GGUF file")
+            self._pos = 4
+            version = self._scalar("<I")
+            if version not in (2, 3):
+                raise ValueError(f"{path}: GGUF version {version} not supported")
+            n_tensors, n_kv = self._scalar("<Q"), self._scalar("<Q")
+            self.meta = {}
+            for _ in range(n_kv):
+                key = self._string()
+                self.meta[key] = self._value(self._scalar("<I"))
+            self.tensors = {}  # name -> (ne tuple, GGMLQuantizationType, relative offset)
+            for _ in range(n_tensors):
+                name = self._string()
+                n_dims = self._scalar("<I")
+                ne = tuple(self._scalar("<Q") for _ in range(n_dims))
+                ttype = GGMLQuantizationType(self._scalar("<I"))
+                off = self._scalar("<Q")
+                self.tensors[name] = (ne, ttype, off)
+            align = int(self.meta.get("general.alignment", 32))
+            self.data_start = (self._pos + align - 1) // align * align
+            del self._mm
+        self.data = np.memmap(self.path, dtype=np.uint8, mode="r")
+
+    def _scalar(self, fmt):
+        v = struct.unpack_from(fmt, self._mm, self._pos)[0]
+        self._pos += struct.calcsize(fmt)
+        return v
+
+    def _string(self):
+        n = self._scalar("<Q")
+        s = bytes(self._mm[self._pos:self._pos + n]).decode("utf-8", errors="replace")
+        self._pos += n
+        return s
+
+    def _value(self, vtype):
+        if vtype == _STRING:
+            return self._string()
+        if vtype == _ARRAY:
+            etype, count = self._scalar("<I"), self._scalar("<Q")
+            if etype in _NP_SCALAR:
+                dt = np.dtype(_NP_SCALAR[etype])
+                arr = np.frombuffer(self._mm, dtype=dt, count=count, offset=self._pos).copy()
+                self._pos += dt.itemsize * count
+                return arr
+            if etype == _STRING and count > _KEEP_STRING_ARRAYS:
+                for _ in range(count):
+                    n = self._scalar("<Q")
+                    self._pos += n
+                return ("<string array>", count)
+            return [self._value(etype) for _ in range(count)]
+        return self._scalar(_SCALAR[vtype])
+
+    def has(self, name):
+        return name in self.tensors
+
+    def shape(self, name):
+        """NumPy shape: GGUF's ne reversed (ne[0] is the fastest-varying dimension)."""
+        return tuple(reversed(self.tensors[name][0]))
+
+    def _raw_rows(self, name):
+        ne, ttype, off = self.tensors[name]
+        block, size = GGML_QUANT_SIZES[ttype]
+        n_rows = int(np.prod(ne[1:], dtype=np.int64)) if len(ne) > 1 else 1
+        row_bytes = ne[0] // block * size
+        start = self.data_start + off
+        return self.data[start:start + n_rows * row_bytes].reshape(n_rows, row_bytes), ttype
+
+    def load(self, name):
+        """The whole tensor as float32 in its NumPy shape."""
+        raw, ttype = self._raw_rows(name)
+        w = dequantize(raw, ttype)
+        return np.ascontiguousarray(w, dtype=np.float32).reshape(self.shape(name))
+
+    def load_rows(self, name, rows):
+        """Rows of a 2-D tensor (e.g. embeddings of a few tokens) without dequantizing the rest."""
+        raw, ttype = self._raw_rows(name)
+        return np.ascontiguousarray(dequantize(np.ascontiguousarray(raw[np.asarray(rows)]), ttype),
+                                    dtype=np.float32)
+
+    def type_of(self, name):
+        return self.tensors[name][1]
+
+
+# ----------------------------------------------------------------------------- math helpers
+
+def rmsnorm(x, w, eps):
+    """float64 RMSNorm over the last axis, times w (used as stored)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def softcap(x, cap):
+    return cap * np.tanh(x / cap) if cap else x
+
+
+def rope(x, pos, base, rope_dim, mode):
+    """Rotate x (n, heads, head_dim) float64 at positions pos (n,); first rope_dim dims only."""
+    half = rope_dim // 2
+    inv = base ** (-np.arange(half, dtype=np.float64) * 2.0 / rope_dim)  # theta_i = base^(-2i/d)
+    ang = pos.astype(np.float64)[:, None] * inv[None, :]  # (n, half)
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    out = x.copy()
+    if mode == "normal":
+        a, b = x[..., 0:rope_dim:2], x[..., 1:rope_dim:2]
+        out[..., 0:rope_dim:2] = a * cos - b * sin
+        out[..., 1:rope_dim:2] = a * sin + b * cos
+    elif mode == "neox":
+        a, b = x[..., :half], x[..., half:rope_dim]
+        out[..., :half] = a * cos - b * sin
+        out[..., half:rope_dim] = a * sin + b * cos
+    else:
+        raise ValueError(mode)
+    return out
+
+
+def fake_quant_rows(x, block):
+    """Round-trip x (n, k) float32 through symmetric int8 blocks of `block` (Q8_0 / Q8_K style)."""
+    n, k = x.shape
+    if k % block:
+        return x
+    xb = x.reshape(n, k // block, block).astype(np.float32)
+    amax = np.abs(xb).max(axis=-1, keepdims=True)
+    d = amax / 127.0
+    if block == 32:  # Q8_0 stores the scale as f16
+        d = d.astype(np.float16).astype(np.float32)
+    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0).astype(np.float32)
+    qv = np.clip(np.rint(xb * inv), -127, 127)
+    return (qv * d).reshape(n, k).astype(np.float32)
+
+
+_K_QUANTS = {GGMLQuantizationType.Q2_K, GGMLQuantizationType.Q3_K, GGMLQuantizationType.Q4_K,
+             GGMLQuantizationType.Q5_K, GGMLQuantizationType.Q6_K}
+
+
+# ----------------------------------------------------------------------------- the model
+
+class KVCache:
+    def __init__(self, n_layer):
+        self.k = [None] * n_layer  # each (n_kv_head, T, head_dim) float64, after RoPE
+        self.v = [None] * n_layer
+        self.n = 0
+
+    def append(self, il, k, v):
+        if self.k[il] is None:
+            self.k[il], self.v[il] = k, v
+        else:
+            self.k[il] = np.concatenate([self.k[il], k], axis=1)
+            self.v[il] = np.concatenate([self.v[il], v], axis=1)
+        return self.k[il], self.v[il]
+
+
+class RefModel:
+    def __init__(self, path, cache_weights=True, precision="f32", act_quant=None):
+        self.f = GGUF(path)
+        self.path = Path(path)
+        self.cache_weights, self.precision, self.act_quant = cache_weights, precision, act_quant
+        self._w = {}
+        m = self.f.meta
+        self.arch = arch = m["general.architecture"]
+        if arch not in ROPE_MODE:
+            raise NotImplementedError(f"architecture {arch!r} not supported by the reference")
+
+        def hp(key, default=KeyError):
+            k = f"{arch}.{key}"
+            if k in m:
+                return m[k]
+            if default is KeyError:
+                raise KeyError(f"{self.path.name}: metadata {k} missing")
+            return default
+
+        self.n_layer = int(hp("block_count"))
+        self.n_embd = int(hp("embedding_length"))
+        self.n_head = int(hp("attention.head_count"))
+        self.n_head_kv = int(hp("attention.head_count_kv", self.n_head))
+        self.head_dim_k = int(hp("attention.key_length", self.n_embd // self.n_head))
+        self.head_dim_v = int(hp("attention.value_length", self.head_dim_k))
+        self.eps = float(hp("attention.layer_norm_rms_epsilon"))
+        self.rope_base = float(hp("rope.freq_base", DEFAULT_ROPE_BASE))
+        self.rope_dim = int(hp("rope.dimension_count", self.head_dim_k))
+        self.rope_mode = ROPE_MODE[arch]
+        scaling = hp("rope.scaling.type", "none")
+        if scaling not in ("none", None) or float(hp("rope.scaling.factor", 1.0) or 1.0) != 1.0:
+            raise NotImplementedError(f"rope scaling {scaling!r} not implemented in the reference")
+        self.final_softcap = float(hp("final_logit_softcapping", 0.0) or 0.0)
+        self.attn_softcap = float(hp("attn_logit_softcapping", 0.0) or 0.0)
+        self.sliding_window = int(hp("attention.sliding_window", 0) or 0)
+        self.n_vocab = self.f.shape("token_embd.weight")[0]
+        self.tied = not self.f.has("output.weight")
+
+        self.layer_local = [False] * self.n_layer
+        self.layer_rope_base = [self.rope_base] * self.n_layer
+        if arch == "gemma3":
+            pattern = int(hp("attention.sliding_window_pattern", GEMMA3_SWA_PATTERN))
+            self.layer_local = [(il + 1) % pattern != 0 for il in range(self.n_layer)]
+            self.layer_rope_base = [GEMMA3_ROPE_LOCAL_BASE if loc else self.rope_base
+                                    for loc in self.layer_local]
+            self.embd_scale = math.sqrt(self.n_embd)
+        else:
+            self.embd_scale = 1.0
+        if not self.sliding_window:
+            self.layer_local = [False] * self.n_layer
+        if self.n_head % self.n_head_kv:
+            raise ValueError("head_count not a multiple of head_count_kv")
+
+    # -- weights
+
+    def w(self, name):
+        if name in self._w:
+            return self._w[name]
+        t = self.f.load(name)
+        if self.cache_weights:
+            self._w[name] = t
+        return t
+
+    def opt(self, name):
+        return self.w(name) if self.f.has(name) else None
+
+    def _embed(self, tokens):
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if tokens.min() < 0 or tokens.max() >= self.n_vocab:
+            raise ValueError(f"token id out of range [0, {self.n_vocab})")
+        if self.tied or "token_embd.weight" in self._w:  # full matrix needed for the output anyway
+            e = self.w("token_embd.weight")[tokens]
+        else:
+            e = self.f.load_rows("token_embd.weight", tokens)
+        return e.astype(np.float64) * self.embd_scale
+
+    def matmul(self, x, name):
+        """x (n, k) @ W^T for the weight `name` (out, k), plus its bias when the file has one."""
+        W = self.w(name)
+        if self.precision == "f64":
+            y = np.asarray(x, dtype=np.float64) @ W.astype(np.float64).T
+        else:
+            x32 = np.ascontiguousarray(x, dtype=np.float32)
+            if self.act_quant == "q8":
+                x32 = fake_quant_rows(x32, 256 if self.f.type_of(name) in _K_QUANTS else 32)
+            y = (x32 @ W.T).astype(np.float64)
+        bias = name[:-len("weight")] + "bias"
+        if self.f.has(bias):
+            y = y + self.w(bias)
+        return y
+
+    # -- forward
+
+    def _forward(self, tokens, kv, all_logits):
+        n = len(tokens)
+        pos = kv.n + np.arange(n)
+        H, Hkv, dk, dv = self.n_head, self.n_head_kv, self.head_dim_k, self.head_dim_v
+        g = H // Hkv
+        gemma = self.arch == "gemma3"
+        x = self._embed(tokens)
+        for il in range(self.n_layer):
+            p = f"blk.{il}."
+            h = rmsnorm(x, self.w(p + "attn_norm.weight"), self.eps)
+            q = self.matmul(h, p + "attn_q.weight").reshape(n, H, dk)
+            k = self.matmul(h, p + "attn_k.weight").reshape(n, Hkv, dk)
+            v = self.matmul(h, p + "attn_v.weight").reshape(n, Hkv, dv)
+            if gemma:
+                q = rmsnorm(q, self.w(p + "attn_q_norm.weight"), self.eps)
+                k = rmsnorm(k, self.w(p + "attn_k_norm.weight"), self.eps)
+            base = self.layer_rope_base[il]
+            q = rope(q, pos, base, self.rope_dim, self.rope_mode)
+            k = rope(k, pos, base, self.rope_dim, self.rope_mode)
+            K, V = kv.append(il, k.transpose(1, 0, 2), v.transpose(1, 0, 2))  # (Hkv, T, d)
+            T = K.shape[1]
+            qh = q.transpose(1, 0, 2).reshape(Hkv, g, n, dk)  # head h uses kv head h // g
+            s = np.einsum("kgnd,ktd->kgnt", qh, K) / math.sqrt(dk)
+            s = softcap(s, self.attn_softcap)
+            diff = pos[:, None] - np.arange(T)[None, :]  # i - j
+            allowed = diff >= 0
+            if self.layer_local[il]:
+                allowed &= diff < self.sliding_window
+            s = np.where(allowed, s, -np.inf)
+            s = np.exp(s - s.max(axis=-1, keepdims=True))
+            s /= s.sum(axis=-1, keepdims=True)
+            o = np.einsum("kgnt,ktd->kgnd", s, V).reshape(H, n, dv).transpose(1, 0, 2)
+            o = self.matmul(o.reshape(n, H * dv), p + "attn_output.weight")
+            if gemma:
+                o = rmsnorm(o, self.w(p + "post_attention_norm.weight"), self.eps)
+            x = x + o
+            h = rmsnorm(x, self.w(p + "ffn_norm.weight"), self.eps)
+            gate = self.matmul(h, p + "ffn_gate.weight")
+            up = self.matmul(h, p + "ffn_up.weight")
+            act = (gelu_tanh(gate) if gemma else silu(gate)) * up
+            f = self.matmul(act, p + "ffn_down.weight")
+            if gemma:
+                f = rmsnorm(f, self.w(p + "post_ffw_norm.weight"), self.eps)
+            x = x + f
+        kv.n += n
+        if not all_logits:
+            x = x[-1:]
+        x = rmsnorm(x, self.w("output_norm.weight"), self.eps)
+        out = "token_embd.weight" if self.tied else "output.weight"
+        logits = self.matmul(x, out)
+        return softcap(logits, self.final_softcap).astype(np.float32)
+
+    def logits(self, tokens):
+        """float32 logits (n_tokens, n_vocab) of every position of `tokens` (causal)."""
+        return self._forward(list(tokens), KVCache(self.n_layer), all_logits=True)
+
+    def generate(self, tokens, n, prompt_logits=False):
+        """Greedy decoding with a KV cache. Returns (ids, margins, logits): margins[i] is the gap
+        between the best and second-best logit at step i; logits are the prompt's (or None)."""
+        kv = KVCache(self.n_layer)
+        lg = self._forward(list(tokens), kv, all_logits=prompt_logits)
+        first = lg if prompt_logits else None
+        last = lg[-1]
+        ids, margins = [], []
+        for step in range(n):
+            top2 = np.argpartition(-last.astype(np.float64), 1)[:2]
+            best = int(np.argmax(last))
+            other = int(top2[0] if top2[0] != best else top2[1])
+            ids.append(best)
+            margins.append(float(last[best]) - float(last[other]))
+            if step + 1 < n:
+                last = self._forward([best], kv, all_logits=False)[-1]
+        return ids, margins, first
+
+    def greedy(self, tokens, n):
+        """n greedily generated token ids continuing `tokens`."""
+        return self.generate(tokens, n)[0]
+
+
+# ----------------------------------------------------------------------------- prompts
+
+MODEL_FILES = {
+    "smollm2": "SmolLM2-135M-Instruct.Q4_1.gguf",
+    "gemma3": "gemma-3-270m-q4_k_m.gguf",
+    "qwen2": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+}
+
+
+def model_cache_dir():
+    d = os.environ.get("BRASA_MODEL_CACHE")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "brasa", "models")
+    return Path(d)
+
+
+def resolve_model(name_or_path):
+    if name_or_path in MODEL_FILES:
+        return model_cache_dir() / MODEL_FILES[name_or_path]
+    return Path(name_or_path)
+
+
+def chat_prompt(arch, question):
+    """The chat-formatted prompt text for one user question, per the models' chat templates."""
+    if arch == "gemma3":
+        return f"<start_of_turn>user\n{question}<end_of_turn>\n<start_of_turn>model\n"
+    if arch == "qwen2":
+        return ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+                f"assistant.<|im_end|>\n<|im_start|>user\n{question}<|im_end|>\n"
+                "<|im_start|>assistant\n")
+    return f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def load_tokenizer(path):
+    sys.path.insert(0, str(HERE.parent / "tokenizer"))
+    import ref_tokenizer  # the reference tokenizer from tests/tokenizer (HF tokenizers library)
+    return ref_tokenizer.load(path)
+
+
+def prompt_tokens(tok, arch, question):
+    ids = tok.encode(chat_prompt(arch, question), parse_special=True)
+    if tok.vocab.add_bos and tok.vocab.bos_id is not None:
+        ids = [int(tok.vocab.bos_id)] + ids
+    return [int(i) for i in ids]
+
+
+def peak_rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# ----------------------------------------------------------------------------- script
+
+SELF_TEST_QUESTIONS = ["What is the capital of France?",
+                       "Why is the sky blue? Explain it in a few sentences."]
+
+
+def self_test(path, n):
+    t0 = time.perf_counter()
+    tok = load_tokenizer(path)
+    model = RefModel(path)
+    print(f"== {path.name}: arch={model.arch} layers={model.n_layer} embd={model.n_embd} "
+          f"heads={model.n_head}/{model.n_head_kv} head_dim={model.head_dim_k}/{model.head_dim_v} "
+          f"rope={model.rope_mode} dim={model.rope_dim} base={model.rope_base:g} eps={model.eps:g} "
+          f"vocab={model.n_vocab} tied={model.tied} window={model.sliding_window or '-'} "
+          f"local_layers={sum(model.layer_local)}")
+    ok = True
+    for q in SELF_TEST_QUESTIONS:
+        ids = prompt_tokens(tok, model.arch, q)
+        t1 = time.perf_counter()
+        out, margins, _ = model.generate(ids, n)
+        t2 = time.perf_counter()
+        print(f"-- {q!r} ({len(ids)} prompt tokens, {n} generated in {t2 - t1:.1f} s; "
+              f"min top-2 margin {min(margins):.3f} at step {int(np.argmin(margins))})")
+        print(tok.decode(out).decode("utf-8", errors="replace"))
+        print(f"   ids: {' '.join(map(str, out))}")
+    # The KV-cache path against a single causal pass over prompt + continuation.
+    seq = ids + out
+    full = model.logits(seq)
+    again = [int(i) for i in np.argmax(full[len(ids) - 1:-1], axis=-1)]
+    same = again == out
+    ok &= same
+    print(f"   cache check: argmax of one causal pass over prompt+continuation "
+          f"{'equals' if same else 'DIFFERS FROM'} the cached greedy ids")
+    print(f"   total {time.perf_counter() - t0:.1f} s, peak RSS {peak_rss_mib():.0f} MiB")
+    return ok
+
+
+def rel_err(a, ref):
+    rng = ref.max(axis=-1) - ref.min(axis=-1)
+    return np.abs(a.astype(np.float64) - ref).max(axis=-1) / rng
+
+
+def noise_floor(path):
+    tok = load_tokenizer(path)
+    model = RefModel(path)
+    ids = prompt_tokens(tok, model.arch, SELF_TEST_QUESTIONS[1])
+    t0 = time.perf_counter()
+    ref32 = model.logits(ids)
+    print(f"== {path.name}: {len(ids)} tokens, f32 pass {time.perf_counter() - t0:.1f} s")
+    model.precision = "f64"
+    ref64 = model.logits(ids).astype(np.float64)
+    e = rel_err(ref32, ref64)
+    print(f"   f32 vs f64 weight products: max|diff|/range max {e.max():.2e} median {np.median(e):.2e}")
+    model.precision, model.act_quant = "f32", "q8"
+    q8 = model.logits(ids)
+    e = rel_err(q8, ref64)
+    print(f"   q8 activations vs f64:      max|diff|/range max {e.max():.2e} median {np.median(e):.2e}")
+    print(f"   peak RSS {peak_rss_mib():.0f} MiB")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--self-test", action="store_true")
+    g.add_argument("--noise-floor", action="store_true")
+    ap.add_argument("-n", type=int, default=32, help="tokens to generate (self-test)")
+    ap.add_argument("models", nargs="*", default=list(MODEL_FILES))
+    args = ap.parse_args(argv)
+    ok = True
+    for name in args.models:
+        path = resolve_model(name)
+        if not path.exists():
+            print(f"skipped {name}: {path} missing (run scripts/fetch_models.py)")
+            continue
+        if args.self_test:
+            ok &= self_test(path, args.n)
+        else:
+            noise_floor(path)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,82 @@
+/* logits_dump: runs a prompt through brasa and writes the logits of every position, for the
+ * reference forward-pass test; optionally continues greedily. Uses only the public API.
+ *
+ * Usage: logits_dump MODEL --out FILE --tokens "ID ID ..." [--greedy N] [--threads T] [--batch B] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brasa.h"
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+int main(int argc, char **argv) {
+    const char *model_path = argc > 1 ? argv[1] : NULL, *out_path = NULL, *tokens_arg = NULL;
+    int greedy = 0;
+    brasa_context_params cp = brasa_context_default_params();
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--out") == 0) out_path = argv[i + 1];
+        else if (strcmp(argv[i], "--tokens") == 0) tokens_arg = argv[i + 1];
+        else if (strcmp(argv[i], "--greedy") == 0) greedy = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--threads") == 0) cp.n_threads = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--batch") == 0) cp.n_batch = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "logits_dump: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!model_path || !out_path || !tokens_arg) {
+        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B]\n");
+        return 2;
+    }
+    size_t n = 0, cap = 16;
+    brasa_token *tokens = malloc(cap * sizeof *tokens);
+    for (char *s = (char *)tokens_arg, *end; *s; s = end) {
+        long v = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        if (n == cap)
+            tokens = realloc(tokens, (cap *= 2) * sizeof *tokens);
+        tokens[n++] = (brasa_token)v;
+    }
+    brasa_error err;
+    brasa_model *m = NULL;
+    brasa_context *c = NULL;
+    brasa_model_params mp = brasa_model_default_params();
+    if (brasa_model_open(model_path, &mp, &m, &err) != BRASA_OK || brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {
+        fprintf(stderr, "logits_dump: %s\n", err.message);
+        return 1;
+    }
+    const int V = brasa_logits_size(c);
+    float *all = malloc(n * (size_t)V * sizeof *all);
+    if (brasa_decode(c, tokens, n, all, &err) != BRASA_OK) {
+        fprintf(stderr, "logits_dump: %s\n", err.message);
+        return 1;
+    }
+    FILE *f = fopen(out_path, "wb");
+    if (!f || fwrite(all, sizeof *all, n * (size_t)V, f) != n * (size_t)V || fclose(f) != 0) {
+        fprintf(stderr, "logits_dump: cannot write %s\n", out_path);
+        return 1;
+    }
+    for (int i = 0; i < greedy; i++) {
+        brasa_token t = argmax(brasa_logits(c), V);
+        printf("%s%d", i ? " " : "", t);
+        if (i + 1 < greedy && brasa_decode(c, &t, 1, NULL, &err) != BRASA_OK) {
+            fprintf(stderr, "logits_dump: %s\n", err.message);
+            return 1;
+        }
+    }
+    if (greedy)
+        printf("\n");
+    free(all);
+    free(tokens);
+    brasa_context_free(c);
+    brasa_model_free(m);
+    return 0;
+}
