@@ -141,6 +141,10 @@ static void print_human(const char *path, const brasa_model *m, bool tensors, bo
         }
         printf("\n");
     }
+    const char *format = d.vocab_type != BRASA_VOCAB_NONE ? brasa_chat_format_detect(m) : NULL;
+    printf("  chat format    %s%s\n", format ? format : "not recognized (choose one with --chat-format)",
+           format && !d.chat_template ? " (from the vocabulary: the file has no template)" : "");
+    printf("  runs           %s\n", d.run_error ? d.run_error : "yes");
     printf("  chat template  ");
     if (d.chat_template)
         print_template_head(d.chat_template, 4);
@@ -214,6 +218,17 @@ static void print_json(const char *path, const brasa_model *m) {
         printf("null");
     printf(", \"bos\": %d, \"eos\": %d, \"eot\": %d}", brasa_token_special(m, BRASA_SPECIAL_BOS),
            brasa_token_special(m, BRASA_SPECIAL_EOS), brasa_token_special(m, BRASA_SPECIAL_EOT));
+    const char *format = d.vocab_type != BRASA_VOCAB_NONE ? brasa_chat_format_detect(m) : NULL;
+    printf(", \"chat_format\": ");
+    if (format)
+        json_cstr(stdout, format);
+    else
+        printf("null");
+    printf(", \"run_error\": ");
+    if (d.run_error)
+        json_cstr(stdout, d.run_error);
+    else
+        printf("null");
     printf(", \"chat_template\": ");
     if (d.chat_template)
         json_cstr(stdout, d.chat_template);

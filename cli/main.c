@@ -13,6 +13,8 @@ static const char usage[] =
     "  info MODEL          describe a model file: architecture, shape, tokenizer, tensors\n"
     "  tokenize -m MODEL   turn text into token ids\n"
     "  detokenize -m MODEL turn token ids into text\n"
+    "  run -m MODEL -p TXT generate text after a prompt\n"
+    "  chat -m MODEL       talk with a model in the terminal\n"
     "\n"
     "Run 'brasa COMMAND --help' for a command's options.\n";
 
@@ -37,6 +39,10 @@ int main(int argc, char **argv) {
         return cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "detokenize") == 0)
         return cmd_detokenize(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "chat") == 0)
+        return cmd_chat(argc - 1, argv + 1);
     fprintf(stderr, "brasa: unknown command '%s'\n\n%s", cmd, usage);
     return CLI_USAGE;
 }

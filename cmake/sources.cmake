@@ -25,6 +25,9 @@ set(BRASA_LIB_SOURCES
   src/models/qwen2.c
   src/models/gemma3.c
   src/engine/context.c
+  src/engine/sampler.c
+  src/engine/chat.c
+  src/engine/generate.c
   src/api/tokens.c
 )
 if(WIN32)
@@ -39,4 +42,6 @@ set(BRASA_CLI_SOURCES
   cli/json.c
   cli/cmd_info.c
   cli/cmd_tokenize.c
+  cli/cmd_run.c
+  cli/gen_options.c
 )

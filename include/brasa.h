@@ -213,6 +213,7 @@ void brasa_context_free(brasa_context *ctx);
 int32_t brasa_context_size(const brasa_context *ctx);  /* n_ctx */
 int32_t brasa_context_used(const brasa_context *ctx);  /* tokens in the cache */
 int32_t brasa_context_threads(const brasa_context *ctx);
+const brasa_model *brasa_context_model(const brasa_context *ctx);
 void brasa_context_reset(brasa_context *ctx);          /* forget every token */
 /* Drops cached tokens from position n on (n <= used), e.g. to rewind a conversation. */
 void brasa_context_truncate(brasa_context *ctx, int32_t n);
@@ -227,6 +228,88 @@ int32_t brasa_logits_size(const brasa_context *ctx); /* the output vocabulary */
 
 /* Whether a token ends generation (EOS, end of turn, and the like). */
 bool brasa_token_is_eog(const brasa_model *model, brasa_token token);
+
+/* ---- Sampling ---------------------------------------------------------------------------------- */
+
+#define BRASA_SEED_RANDOM UINT64_MAX
+
+/* Applied in this order: penalties, top-k, top-p, min-p, temperature, then a draw. */
+typedef struct brasa_sampler_params {
+    float temperature;       /* <= 0: greedy (the most likely token) */
+    int32_t top_k;           /* keep the k most likely; 0: off */
+    float top_p;             /* keep the smallest set with probability >= p; 1: off */
+    float min_p;             /* drop tokens below min_p times the top probability; 0: off */
+    float repeat_penalty;    /* divides positive (multiplies negative) logits of recent tokens; 1: off */
+    float presence_penalty;  /* subtracted once from the logit of every recent token; 0: off */
+    float frequency_penalty; /* subtracted per occurrence among recent tokens; 0: off */
+    int32_t penalty_last_n;  /* how many recent tokens the penalties look at */
+    uint64_t seed;           /* the same seed gives the same draws; BRASA_SEED_RANDOM picks one */
+} brasa_sampler_params;
+
+brasa_sampler_params brasa_sampler_default_params(void);
+
+typedef struct brasa_sampler brasa_sampler;
+brasa_status brasa_sampler_create(const brasa_sampler_params *params, brasa_sampler **out, brasa_error *err);
+void brasa_sampler_free(brasa_sampler *sampler);
+/* Picks a token from n_vocab logits (not modified). */
+brasa_token brasa_sampler_sample(brasa_sampler *sampler, const float *logits, int32_t n_vocab);
+/* Records a token (prompt or generated) for the penalties. */
+void brasa_sampler_accept(brasa_sampler *sampler, brasa_token token);
+void brasa_sampler_reset(brasa_sampler *sampler);
+uint64_t brasa_sampler_seed(const brasa_sampler *sampler); /* the seed in use */
+
+/* ---- Chat -------------------------------------------------------------------------------------- */
+
+typedef struct brasa_chat_message {
+    const char *role;    /* "system", "user" or "assistant" */
+    const char *content;
+} brasa_chat_message;
+
+/* The chat format the model's tokenizer.chat_template (or, without one, its vocabulary) calls for:
+ * "chatml", "gemma" or "llama3"; NULL when brasa does not recognize it. */
+const char *brasa_chat_format_detect(const brasa_model *model);
+/* The formats brasa knows, comma-separated. */
+const char *brasa_chat_format_names(void);
+
+/* Renders a conversation in a format (NULL: the detected one) and tokenizes it: the format's markers
+ * become control tokens, the messages' text never does. add_generation_prompt opens the assistant's
+ * turn. Buffer conventions as brasa_tokenize. */
+brasa_status brasa_chat_tokenize(const brasa_model *model, const char *format, const brasa_chat_message *messages,
+                                 size_t n_messages, bool add_generation_prompt, brasa_token *tokens, size_t capacity,
+                                 size_t *n_tokens, brasa_error *err);
+
+/* ---- Generation -------------------------------------------------------------------------------- */
+
+typedef struct brasa_generate_params {
+    int32_t n_predict;          /* most tokens to generate; 0: until end of generation or a full context */
+    const char *const *stop;    /* stop strings (not included in the output), NULL-terminated; may be NULL */
+    /* Receives the text as it is made, whole UTF-8 characters only; return false to stop. */
+    bool (*on_text)(const char *text, size_t len, void *user_data);
+    void *user_data;
+    /* Receives every generated token that entered the context (not the final end-of-generation one). */
+    void (*on_token)(brasa_token token, void *user_data);
+    volatile int *abort_flag;   /* generation stops when this becomes non-zero (Ctrl-C); may be NULL */
+} brasa_generate_params;
+
+typedef enum brasa_stop_reason {
+    BRASA_STOP_EOG,       /* the model ended its turn */
+    BRASA_STOP_LENGTH,    /* n_predict tokens were made */
+    BRASA_STOP_STRING,    /* a stop string appeared */
+    BRASA_STOP_CONTEXT,   /* the context filled up */
+    BRASA_STOP_ABORTED    /* abort_flag or on_text said stop */
+} brasa_stop_reason;
+
+typedef struct brasa_generate_stats {
+    int32_t n_prompt, n_generated;
+    double prompt_seconds, generate_seconds;
+    brasa_stop_reason stop_reason;
+} brasa_generate_stats;
+
+brasa_generate_params brasa_generate_default_params(void);
+/* Evaluates the prompt after what the context holds, then samples until a stop. The sampler sees
+ * the prompt and the generated tokens for its penalties. */
+brasa_status brasa_generate(brasa_context *ctx, brasa_sampler *sampler, const brasa_token *prompt, size_t n_prompt,
+                            const brasa_generate_params *params, brasa_generate_stats *stats, brasa_error *err);
 
 #ifdef __cplusplus
 }

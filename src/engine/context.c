@@ -215,6 +215,10 @@ brasa_status brasa_decode(brasa_context *c, const brasa_token *tokens, size_t n,
     return BRASA_OK;
 }
 
+const brasa_model *brasa_context_model(const brasa_context *c) {
+    return c->model;
+}
+
 int32_t brasa_context_threads(const brasa_context *c) {
     return c->n_threads;
 }

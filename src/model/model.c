@@ -95,6 +95,32 @@ static brasa_status describe(brasa_model *m, brasa_error *err) {
     return BRASA_OK;
 }
 
+/* With a progress callback, reads one byte of every page of the tensor data so that the file is in
+ * memory before the first token (the mapping would otherwise fault it in during inference), and
+ * reports how far it got. */
+static void warm_pages(const brasa_model *m, const brasa_model_params *params) {
+    const gguf_file *f = m->file;
+    uint64_t total = gguf_file_size(f), start = total;
+    for (size_t i = 0; i < gguf_tensor_count(f); i++) {
+        uint64_t off = gguf_tensor_at(f, i)->file_offset;
+        if (off < start)
+            start = off;
+    }
+    const volatile unsigned char *base = gguf_tensor_count(f) ? gguf_tensor_at(f, 0)->data : NULL;
+    if (base)
+        base -= gguf_tensor_at(f, 0)->file_offset;
+    unsigned sum = 0;
+    const uint64_t chunk = 32u << 20;
+    for (uint64_t pos = start; base && pos < total; pos += chunk) {
+        uint64_t end = pos + chunk < total ? pos + chunk : total;
+        for (uint64_t p = pos; p < end; p += 4096)
+            sum += base[p];
+        params->progress((float)(end - start) / (float)(total - start), params->progress_user_data);
+    }
+    (void)sum;
+    params->progress(1.0f, params->progress_user_data);
+}
+
 /* Binds the architecture's weights. A model brasa cannot run can still be described, so failures
  * here are kept as run_error rather than failing the open. */
 static void bind_architecture(brasa_model *m) {
@@ -125,8 +151,6 @@ brasa_status brasa_model_open(const char *path, const brasa_model_params *params
     if (!m)
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     brasa_status st = gguf_open(path, &m->file, err);
-    if (st == BRASA_OK && params && params->progress)
-        params->progress(0.5f, params->progress_user_data);
     if (st == BRASA_OK) {
         brasa_error tok_err;
         err_clear(&tok_err);
@@ -148,7 +172,7 @@ brasa_status brasa_model_open(const char *path, const brasa_model_params *params
         return st;
     }
     if (params && params->progress)
-        params->progress(1.0f, params->progress_user_data);
+        warm_pages(m, params);
     *out = m;
     return BRASA_OK;
 }

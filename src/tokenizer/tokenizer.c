@@ -11,14 +11,30 @@
 #include "core/error.h"
 #include "core/utf8.h"
 
-/* The longest special token that starts at text[0..n), or -1. */
-static int32_t special_at(const tok_vocab *v, const char *text, size_t n, bool parse_control) {
-    unsigned char b = (unsigned char)text[0];
+/* Whether control tokens may be matched at text[i..i+len): everywhere, nowhere, or inside spans. */
+typedef struct control_rule {
+    bool everywhere;
+    const size_t *spans; /* pairs [start, end) */
+    size_t n_spans;
+} control_rule;
+
+static bool control_allowed(const control_rule *r, size_t i, size_t len) {
+    if (r->everywhere)
+        return true;
+    for (size_t k = 0; k < r->n_spans; k++)
+        if (i >= r->spans[2 * k] && i + len <= r->spans[2 * k + 1])
+            return true;
+    return false;
+}
+
+/* The longest special token that starts at text[i..n), or -1. */
+static int32_t special_at(const tok_vocab *v, const char *text, size_t i, size_t n, const control_rule *rule) {
+    unsigned char b = (unsigned char)text[i];
     for (int32_t k = v->special_start[b]; k < v->special_start[b + 1]; k++) {
         int32_t id = v->specials[k];
-        if (v->len[id] > n || memcmp(v->text[id], text, v->len[id]) != 0)
+        if (v->len[id] > n - i || memcmp(v->text[id], text + i, v->len[id]) != 0)
             continue;
-        if (v->attr[id] == TOK_ATTR_CONTROL && !parse_control)
+        if (v->attr[id] == TOK_ATTR_CONTROL && !control_allowed(rule, i, v->len[id]))
             continue;
         return id; /* sorted longest first */
     }
@@ -31,16 +47,15 @@ static bool encode_plain(const tok_vocab *v, const char *text, size_t n, bool at
     return v->type == BRASA_VOCAB_BPE ? tok_bpe_encode(v, text, n, out) : tok_spm_encode(v, text, n, at_start, out);
 }
 
-brasa_status tok_encode(const tok_vocab *v, const char *text, size_t n, unsigned flags, ivec *out,
-                        brasa_error *err) {
+static brasa_status encode(const tok_vocab *v, const char *text, size_t n, unsigned flags, const control_rule *rule,
+                           ivec *out, brasa_error *err) {
     if (v->type == BRASA_VOCAB_NONE)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "this model has no usable tokenizer");
-    bool parse_control = (flags & BRASA_TOKENIZE_PARSE_SPECIAL) != 0;
     if ((flags & BRASA_TOKENIZE_ADD_BOS) && v->add_bos && v->bos >= 0 && !ivec_push(out, v->bos))
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while tokenizing");
     size_t plain = 0; /* start of the text not yet encoded */
     for (size_t i = 0; i < n;) {
-        int32_t id = special_at(v, text + i, n - i, parse_control);
+        int32_t id = special_at(v, text, i, n, rule);
         if (id < 0) {
             i++;
             continue;
@@ -55,6 +70,18 @@ brasa_status tok_encode(const tok_vocab *v, const char *text, size_t n, unsigned
     if ((flags & BRASA_TOKENIZE_ADD_BOS) && v->add_eos && v->eos >= 0 && !ivec_push(out, v->eos))
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while tokenizing");
     return BRASA_OK;
+}
+
+brasa_status tok_encode(const tok_vocab *v, const char *text, size_t n, unsigned flags, ivec *out,
+                        brasa_error *err) {
+    control_rule rule = { (flags & BRASA_TOKENIZE_PARSE_SPECIAL) != 0, NULL, 0 };
+    return encode(v, text, n, flags, &rule, out, err);
+}
+
+brasa_status tok_encode_spans(const tok_vocab *v, const char *text, size_t n, const size_t *spans, size_t n_spans,
+                              ivec *out, brasa_error *err) {
+    control_rule rule = { false, spans, n_spans };
+    return encode(v, text, n, 0, &rule, out, err);
 }
 
 static int hex_digit(char c) {

@@ -15,6 +15,11 @@
 brasa_status tok_encode(const tok_vocab *v, const char *text, size_t n, unsigned flags, ivec *out,
                         brasa_error *err);
 
+/* As tok_encode, but control tokens are recognized only inside the byte ranges spans[2k] ..
+ * spans[2k+1] (a chat format's own markers), never in the text between (the messages). */
+brasa_status tok_encode_spans(const tok_vocab *v, const char *text, size_t n, const size_t *spans, size_t n_spans,
+                              ivec *out, brasa_error *err);
+
 /* Appends the bytes of one token to out. at_start: the token opens the text (SentencePiece drops
  * the space it prefixed). flags: BRASA_DETOKENIZE_*. Returns false when out of memory. */
 bool tok_decode_append(const tok_vocab *v, brasa_token t, unsigned flags, bool at_start, buf *out);

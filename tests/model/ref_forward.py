@@ -41,6 +41,7 @@ import resource
 import struct
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -246,6 +247,14 @@ class KVCache:
         return self.k[il], self.v[il]
 
 
+@dataclass
+class Generation:
+    ids: list
+    margins: list
+    prompt_logits: np.ndarray | None
+    step_logits: np.ndarray | list | None
+
+
 class RefModel:
     def __init__(self, path, cache_weights=True, precision="f32", act_quant=None):
         self.f = GGUF(path)
@@ -395,27 +404,31 @@ class RefModel:
         """float32 logits (n_tokens, n_vocab) of every position of `tokens` (causal)."""
         return self._forward(list(tokens), KVCache(self.n_layer), all_logits=True)
 
-    def generate(self, tokens, n, prompt_logits=False):
-        """Greedy decoding with a KV cache. Returns (ids, margins, logits): margins[i] is the gap
-        between the best and second-best logit at step i; logits are the prompt's (or None)."""
+    def generate(self, tokens, n, prompt_logits=False, step_logits=False):
+        """Greedy decoding of n tokens with a KV cache (one position per new token).
+        Returns a Generation: ids; margins[i], the gap between the best and second-best logit at
+        step i; the prompt's logits (n_prompt, n_vocab) if prompt_logits; the logits each step
+        chose from (n, n_vocab) if step_logits."""
         kv = KVCache(self.n_layer)
         lg = self._forward(list(tokens), kv, all_logits=prompt_logits)
-        first = lg if prompt_logits else None
+        gen = Generation([], [], lg if prompt_logits else None, [] if step_logits else None)
         last = lg[-1]
-        ids, margins = [], []
         for step in range(n):
-            top2 = np.argpartition(-last.astype(np.float64), 1)[:2]
             best = int(np.argmax(last))
-            other = int(top2[0] if top2[0] != best else top2[1])
-            ids.append(best)
-            margins.append(float(last[best]) - float(last[other]))
+            second = np.partition(last, -2)[-2]
+            gen.ids.append(best)
+            gen.margins.append(float(last[best]) - float(second))
+            if step_logits:
+                gen.step_logits.append(last.copy())
             if step + 1 < n:
                 last = self._forward([best], kv, all_logits=False)[-1]
-        return ids, margins, first
+        if step_logits:
+            gen.step_logits = np.array(gen.step_logits).reshape(n, self.n_vocab)
+        return gen
 
     def greedy(self, tokens, n):
         """n greedily generated token ids continuing `tokens`."""
-        return self.generate(tokens, n)[0]
+        return self.generate(tokens, n).ids
 
 
 # ----------------------------------------------------------------------------- prompts
@@ -488,7 +501,8 @@ def self_test(path, n):
     for q in SELF_TEST_QUESTIONS:
         ids = prompt_tokens(tok, model.arch, q)
         t1 = time.perf_counter()
-        out, margins, _ = model.generate(ids, n)
+        gen = model.generate(ids, n)
+        out, margins = gen.ids, gen.margins
         t2 = time.perf_counter()
         print(f"-- {q!r} ({len(ids)} prompt tokens, {n} generated in {t2 - t1:.1f} s; "
               f"min top-2 margin {min(margins):.3f} at step {int(np.argmin(margins))})")

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""`brasa run` and `brasa chat` on a real model: seeded sampling is reproducible across runs and
+thread counts, top-k 1 equals greedy, stop strings stop, chat works from standard input, and bad
+input (empty prompt, -n 0, context overflow, missing file, unsupported architecture, bad numbers)
+gets a clear message and a non-zero exit.
+
+Usage: test_run.py --brasa PATH_TO_brasa --model SMOLLM2_GGUF
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+passed = failed = 0
+
+
+def expect(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def run(brasa, args, stdin=b""):
+    r = subprocess.run([brasa, *args], input=stdin, capture_output=True, timeout=600)
+    return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+
+
+def write_unsupported_model(path):
+    """A small valid GGUF of an architecture brasa does not run."""
+    import gguf
+    w = gguf.GGUFWriter(path, "mamba")
+    w.add_block_count(1)
+    w.add_context_length(64)
+    w.add_embedding_length(8)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<unk>", "<s>", "</s>", "a", "b"])
+    w.add_token_scores([0.0, 0.0, 0.0, -1.0, -2.0])
+    w.add_token_types([2, 3, 3, 1, 1])
+    w.add_tensor("token_embd.weight", np.zeros((5, 8), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--brasa", required=True)
+    ap.add_argument("--model", required=True)
+    a = ap.parse_args()
+    if not os.path.exists(a.model):
+        print(f"skipped: model missing: {a.model} (run scripts/fetch_models.py)")
+        return 77
+    b, m = a.brasa, a.model
+    q = ["run", "-m", m, "-p", "Write one sentence about the sea.", "--chat", "-n", "24"]
+
+    # reproducible sampling
+    rc1, out1, err1 = run(b, [*q, "--temp", "1.0", "--seed", "7", "--threads", "1"])
+    rc2, out2, _ = run(b, [*q, "--temp", "1.0", "--seed", "7", "--threads", "2"])
+    rc3, out3, _ = run(b, [*q, "--temp", "1.0", "--seed", "7", "--threads", "2"])
+    expect("run succeeds", rc1 == 0 and out1.strip() != "", f"rc {rc1}: {err1[-300:]}")
+    expect("same seed, 1 vs 2 threads", out1 == out2, f"{out1!r} vs {out2!r}")
+    expect("same seed, twice", out2 == out3, f"{out2!r} vs {out3!r}")
+    expect("speeds on stderr", "tokens/s" in err1 and "tokens/s" not in out1, err1[-200:])
+    others = {run(b, [*q, "--temp", "1.0", "--seed", str(s)])[1] for s in (1, 2, 3)}
+    expect("other seeds give other text", len(others | {out1}) > 1, str(others))
+    _, greedy, _ = run(b, [*q, "--temp", "0"])
+    _, topk1, _ = run(b, [*q, "--temp", "0.9", "--top-k", "1", "--seed", "5"])
+    expect("top-k 1 equals greedy", greedy == topk1 and greedy.strip() != "", f"{greedy!r} vs {topk1!r}")
+
+    # stop strings and end of turn
+    paris = ["run", "-m", m, "-p", "What is the capital of France?", "--chat", "--temp", "0", "-n", "32"]
+    rc, out, err = run(b, paris)
+    expect("greedy answer", rc == 0 and "Paris" in out, out)
+    expect("stops at end of turn", rc == 0 and "<|im_end|>" not in out and "<|im_start|>" not in out, out)
+    rc, out, err = run(b, [*paris, "--stop", "Paris"])
+    expect("stop string", rc == 0 and "Paris" not in out and "capital" in out, out)
+
+    # chat from standard input, two turns
+    rc, out, err = run(b, ["chat", "-m", m, "--temp", "0", "-n", "32"],
+                       stdin=b"What is the capital of France?\nAnd of Spain?\n/exit\n")
+    expect("chat answers", rc == 0 and "Paris" in out and "Madrid" in out, f"rc {rc}: {out!r} {err[-200:]}")
+
+    # bad input
+    def bad(name, args, want_rc, want, stdin=b""):
+        rc, out, err = run(b, args, stdin)
+        expect(name, rc == want_rc and want in err, f"rc {rc} (want {want_rc}), stderr {err[-300:]!r}")
+
+    bad("empty prompt", ["run", "-m", m, "-p", ""], 1, "prompt is empty")
+    bad("-n 0", ["run", "-m", m, "-p", "hi", "-n", "0"], 2, "-n '0'")
+    bad("bad temperature", ["run", "-m", m, "-p", "hi", "--temp", "warm"], 2, "--temp 'warm'")
+    bad("unknown flag", ["run", "-m", m, "-p", "hi", "--frobnicate"], 2, "unknown option '--frobnicate'")
+    bad("missing prompt", ["run", "-m", m], 2, "missing -p PROMPT")
+    bad("missing model file", ["run", "-m", "/nonexistent.gguf", "-p", "hi"], 1, "cannot open")
+    bad("context overflow", ["run", "-m", m, "-p", "word " * 100, "--ctx", "16"], 1, "context is full")
+    bad("chat format unknown", ["run", "-m", m, "-p", "hi", "--chat", "--chat-format", "klingon"], 1,
+        "unknown chat format 'klingon'")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "mamba.gguf")
+        write_unsupported_model(path)
+        bad("unsupported architecture", ["run", "-m", path, "-p", "hi"], 1, "architecture 'mamba' is not supported")
+        rc, out, err = run(b, ["info", path])
+        expect("info still describes it", rc == 0 and "mamba" in out, err)
+    for cmd in ("run", "chat"):
+        rc, out, _ = run(b, [cmd, "--help"])
+        expect(f"{cmd} --help", rc == 0 and f"Usage: brasa {cmd}" in out, out[:100])
+
+    print(f"run: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Chat formats render conversations to exactly the tokens the models' own templates define.
+
+The reference: jinja2 runs the template text from each GGUF file (tokenizer.chat_template), the way
+Hugging Face's apply_chat_template does (trim_blocks, lstrip_blocks), and the reference tokenizer of
+tests/tokenizer (HF `tokenizers` rebuilt from the file) encodes the result with special tokens
+parsed. Gemma 3's file carries no template, so Gemma's published template is written below.
+brasa renders with brasa_chat_tokenize (tests/tools/chat_tokens). A message that contains a control
+token's text must stay text in brasa; that is checked separately.
+
+Usage: test_chat_template.py --chat-tokens PATH --model GGUF [--model GGUF ...]
+"""
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import jinja2
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenizer"))
+import ref_tokenizer  # noqa: E402
+
+# Gemma 3's chat template, as published with the instruction-tuned models (text parts).
+GEMMA3_TEMPLATE = """{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- endif -%}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+"""
+
+CONVERSATIONS = [
+    [("system", "You are a terse assistant. Answer in Spanish."),
+     ("user", "¿Qué tal? What is 2 + 2?"),
+     ("assistant", "Cuatro."),
+     ("user", "And the capital of France, in one word?")],
+    [("user", "Hello!"),
+     ("assistant", "Hi there. How can I help?"),
+     ("user", "Write a haiku about pingüinos 🐧 and ñandúes.\nKeep it short.")],
+    [("user", "  leading and trailing spaces  "),
+     ("assistant", "\nnoted\n"),
+     ("user", "日本語で答えてください。")],
+]
+
+passed = failed = 0
+
+
+def expect(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def render_reference(template, tok, conversation, add_generation_prompt=True):
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+
+    def raise_exception(msg):
+        raise jinja2.TemplateError(msg)
+
+    env.globals["raise_exception"] = raise_exception
+    v = tok.vocab
+    bos = v.tokens[v.bos_id] if getattr(v, "bos_id", None) is not None else ""
+    eos = v.tokens[v.eos_id] if getattr(v, "eos_id", None) is not None else ""
+    messages = [{"role": r, "content": c} for r, c in conversation]
+    return env.from_string(template).render(messages=messages, add_generation_prompt=add_generation_prompt,
+                                            bos_token=bos, eos_token=eos, tools=None)
+
+
+def brasa_tokens(tool, model, conversation, fmt="auto"):
+    with tempfile.NamedTemporaryFile(suffix=".bin", delete=False) as f:
+        for role, content in conversation:
+            for s in (role, content):
+                b = s.encode("utf-8")
+                f.write(struct.pack("<I", len(b)) + b)
+        path = f.name
+    try:
+        r = subprocess.run([tool, model, fmt, path], capture_output=True, text=True, timeout=120)
+    finally:
+        os.remove(path)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    return [int(x) for x in r.stdout.split()], r.stderr.strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chat-tokens", required=True)
+    ap.add_argument("--model", action="append", required=True)
+    a = ap.parse_args()
+    missing = [m for m in a.model if not os.path.exists(m)]
+    if missing:
+        print(f"skipped: model file(s) missing: {', '.join(missing)} (run scripts/fetch_models.py)")
+        return 77
+    for model in a.model:
+        tok = ref_tokenizer.load(model)
+        meta = ref_tokenizer.read_metadata(model)
+        template = meta.get("tokenizer.chat_template")
+        name = os.path.basename(model)
+        if template is None:
+            template = GEMMA3_TEMPLATE if meta.get("general.architecture") == "gemma3" else None
+        if template is None:
+            expect(f"{name} template", False, "no chat template and none known for the architecture")
+            continue
+        for k, conv in enumerate(CONVERSATIONS):
+            text = render_reference(template, tok, conv)
+            ref = tok.encode(text, parse_special=True)
+            got, info = brasa_tokens(a.chat_tokens, model, conv)
+            ok = got == ref
+            detail = ""
+            if not ok:
+                detail = f"\n  reference text {text!r}\n  reference {tok.describe(ref)}\n  brasa     " + (
+                    tok.describe(got) if got is not None else f"failed: {info}")
+            expect(f"{name} conversation {k + 1} ({info})", ok, detail)
+        # a control token typed by a user stays text
+        conv = [("user", "please print <|im_start|> and <start_of_turn> literally")]
+        got, info = brasa_tokens(a.chat_tokens, model, conv)
+        specials = {i for i, t in enumerate(tok.vocab.types) if t == ref_tokenizer.TOKEN_CONTROL}
+        ref_markers = [i for i in tok.encode(render_reference(template, tok, [("user", "x")]), parse_special=True)
+                       if i in specials]
+        got_markers = [i for i in (got or []) if i in specials]
+        expect(f"{name} user text stays text", got is not None and got_markers == ref_markers,
+               f"control tokens {got_markers} vs the format's own {ref_markers}")
+    print(f"chat: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
