@@ -87,6 +87,26 @@ def main():
                        stdin=b"What is the capital of France?\nAnd of Spain?\n/exit\n")
     expect("chat answers", rc == 0 and "Paris" in out and "Madrid" in out, f"rc {rc}: {out!r} {err[-200:]}")
 
+    # Ctrl-C stops the reply, not the program
+    import signal
+    import time
+    proc = subprocess.Popen([b, "chat", "-m", m, "--temp", "0.8", "--seed", "1", "-n", "100000", "--ctx", "2048"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(b"Count from 1 to 10000, one number per line.\n")
+    proc.stdin.flush()
+    time.sleep(4)
+    alive_before = proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1)
+    alive_after = proc.poll() is None
+    try:
+        out, err = proc.communicate(b"/exit\n", timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    expect("Ctrl-C stops the reply, not the chat", alive_before and alive_after and proc.returncode == 0,
+           f"alive {alive_before}/{alive_after}, rc {proc.returncode}, stderr {err[-200:]!r}")
+
     # bad input
     def bad(name, args, want_rc, want, stdin=b""):
         rc, out, err = run(b, args, stdin)
