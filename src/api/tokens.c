@@ -23,13 +23,8 @@ brasa_status brasa_tokenize(const brasa_model *m, const char *text, size_t len, 
         return st;
     ivec ids = { 0 };
     st = tok_encode(&m->vocab, text ? text : "", len, flags, &ids, err);
-    if (st == BRASA_OK) {
-        *n_tokens = ids.len;
-        if (ids.len > capacity)
-            st = err_set(err, BRASA_ERR_BUFFER_TOO_SMALL, "%zu tokens do not fit in %zu", ids.len, capacity);
-        else if (ids.len)
-            memcpy(tokens, ids.data, ids.len * sizeof *tokens);
-    }
+    if (st == BRASA_OK)
+        st = tok_copy_out(&ids, tokens, capacity, n_tokens, err);
     ivec_free(&ids);
     return st;
 }

@@ -226,13 +226,8 @@ brasa_status brasa_chat_tokenize(const brasa_model *m, const char *format, const
         st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory rendering the chat");
     if (st == BRASA_OK)
         st = tok_encode_spans(&m->vocab, c.text.data ? c.text.data : "", c.text.len, c.spans, c.n_spans, &ids, err);
-    if (st == BRASA_OK) {
-        *n_tokens = ids.len;
-        if (ids.len > capacity)
-            st = err_set(err, BRASA_ERR_BUFFER_TOO_SMALL, "%zu tokens do not fit in %zu", ids.len, capacity);
-        else if (ids.len)
-            memcpy(tokens, ids.data, ids.len * sizeof *tokens);
-    }
+    if (st == BRASA_OK)
+        st = tok_copy_out(&ids, tokens, capacity, n_tokens, err);
     ivec_free(&ids);
     buf_free(&c.text);
     free(c.spans);

@@ -167,3 +167,12 @@ size_t tok_utf8_incomplete_tail(const char *p, size_t n) {
     }
     return 0;
 }
+
+brasa_status tok_copy_out(const ivec *ids, brasa_token *tokens, size_t capacity, size_t *n_tokens, brasa_error *err) {
+    *n_tokens = ids->len;
+    if (ids->len > capacity)
+        return err_set(err, BRASA_ERR_BUFFER_TOO_SMALL, "%zu tokens do not fit in %zu", ids->len, capacity);
+    if (ids->len)
+        memcpy(tokens, ids->data, ids->len * sizeof *tokens);
+    return BRASA_OK;
+}

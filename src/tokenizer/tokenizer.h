@@ -28,6 +28,10 @@ bool tok_decode_append(const tok_vocab *v, brasa_token t, unsigned flags, bool a
 bool tok_bpe_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
 bool tok_spm_encode(const tok_vocab *v, const char *text, size_t n, bool at_start, ivec *out);
 
+/* The API's buffer convention: sets *n_tokens to ids->len and copies the ids into tokens when they
+ * fit in capacity, else returns BRASA_ERR_BUFFER_TOO_SMALL. */
+brasa_status tok_copy_out(const ivec *ids, brasa_token *tokens, size_t capacity, size_t *n_tokens, brasa_error *err);
+
 /* How many bytes at the end of p[0..n) are the start of a UTF-8 sequence that more bytes could
  * still complete (0 to 3): a streaming decoder holds exactly these back. */
 size_t tok_utf8_incomplete_tail(const char *p, size_t n);

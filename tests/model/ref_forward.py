@@ -486,6 +486,8 @@ def peak_rss_mib():
 
 SELF_TEST_QUESTIONS = ["What is the capital of France?",
                        "Why is the sky blue? Explain it in a few sentences."]
+# Raw text, no chat template (the Gemma 3 270M file is a base model: it echoes chat turns).
+SELF_TEST_PLAIN = ["Question: What is the capital of France?\nAnswer: The capital of France is"]
 
 
 def self_test(path, n):
@@ -498,8 +500,12 @@ def self_test(path, n):
           f"vocab={model.n_vocab} tied={model.tied} window={model.sliding_window or '-'} "
           f"local_layers={sum(model.layer_local)}")
     ok = True
-    for q in SELF_TEST_QUESTIONS:
-        ids = prompt_tokens(tok, model.arch, q)
+    bos = [int(tok.vocab.bos_id)] if tok.vocab.add_bos and tok.vocab.bos_id is not None else []
+    for q in SELF_TEST_QUESTIONS + SELF_TEST_PLAIN:
+        if q in SELF_TEST_PLAIN:
+            ids = bos + [int(i) for i in tok.encode(q, parse_special=False)]
+        else:
+            ids = prompt_tokens(tok, model.arch, q)
         t1 = time.perf_counter()
         gen = model.generate(ids, n)
         out, margins = gen.ids, gen.margins

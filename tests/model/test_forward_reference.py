@@ -37,9 +37,9 @@ GREEDY_N = 32
 # (ref_forward.chat_prompt); "plain" is raw text (the Gemma 3 270M file is the base model, which
 # only echoes chat turns). All are >= 16 tokens.
 PROMPTS = {
-    "llama": ("chat", "Write a short poem about the ocean."),
-    "qwen2": ("chat", "What is the capital of France, and what is it famous for?"),
-    "gemma3": ("plain", "Albert Einstein was a German-born theoretical physicist who is best known for"),
+    "llama": ("chat", "Write a short poem about the ocean."),  # 17 tokens, min margin 0.18
+    "qwen2": ("chat", "Write a Python function that returns the sum of a list of numbers."),  # 43, 0.53
+    "gemma3": ("plain", "Question: What is the capital of France?\nAnswer: The capital of France is"),  # 18, 0.17
 }
 DEFAULT_PROMPT = ("chat", "What is the capital of France, and what is it famous for?")
 
@@ -105,6 +105,7 @@ def check_model(args, path):
     t0 = time.perf_counter()
     model = ref_forward.RefModel(path)
     ids, text, tok = tokens_for(path, model.arch)
+    t_setup = time.perf_counter() - t0
     print(f"== {name} (arch {model.arch}): prompt {text!r}, {len(ids)} tokens")
     if args.verbose:
         print(f"   ids: {' '.join(map(str, ids))}")
@@ -126,7 +127,7 @@ def check_model(args, path):
     gen = model.generate(ids, args.greedy, prompt_logits=True, step_logits=True)
     ref = gen.prompt_logits.astype(np.float64)
     t_ref = time.perf_counter() - t1
-    print(f"   reference: {t_ref:.1f} s (+{t1 - t0:.1f} s setup), peak RSS "
+    print(f"   reference: {t_ref:.1f} s (+{t_setup:.1f} s reading the file and tokenizer), peak RSS "
           f"{ref_forward.peak_rss_mib():.0f} MiB; smallest top-2 margin over its {args.greedy} "
           f"greedy steps {min(gen.margins):.3f} (step {int(np.argmin(gen.margins))})")
     print(f"   reference continuation: {tok.decode(gen.ids).decode('utf-8', 'replace')!r}")
