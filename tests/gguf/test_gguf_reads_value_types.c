@@ -1,4 +1,4 @@
-/* test_gguf_reads_value_types: a GGUF file written here with one key of every value type (and
+/* test_gguf_reads_value_types: a GGUF file (v3, then v2) written here with one key of every value type (and
  * arrays of numbers, strings and arrays) reads back exactly, with the tensor data where it belongs;
  * and the typed getters refuse lossy conversions. */
 #include <stdio.h>
@@ -97,6 +97,15 @@ int main(void) {
     const gguf_tensor *t = gguf_find_tensor(f, "w");
     CHECK(t && t->ne[0] == 4 && t->ne[1] == 2 && t->n_elements == 8 && t->bytes == 32);
     CHECK(t && t->file_offset == data && ((const float *)t->data)[7] == 7.0f);
+    gguf_close(f);
+
+    /* version 2 has the same layout (64-bit counts) and must read the same */
+    file[4] = 2;
+    out = fopen(path, "wb");
+    if (!out || fwrite(file, 1, pos, out) != pos || fclose(out) != 0)
+        return 1;
+    f = NULL;
+    CHECK(gguf_open(path, &f, &err) == BRASA_OK && f && gguf_version(f) == 2 && gguf_kv_count(f) == 16);
     gguf_close(f);
     remove(path);
     printf("gguf value types: %s\n", failures ? "FAILED" : "ok");

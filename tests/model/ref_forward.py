@@ -64,8 +64,10 @@ GEMMA3_SWA_PATTERN = 6
 # Gemma 3 local layers use HF's rope_local_base_freq = 10000; global ones the file's freq_base.
 GEMMA3_ROPE_LOCAL_BASE = 10000.0
 # Gemma 3 norm weights in GGUF already include HF's "+1" (Gemma3RMSNorm multiplies by 1 + w and
-# llama.cpp's converter adds the 1 when it writes the file). Checked on gemma-3-270m: the stored
-# norm weights sit around 1 (layer norms) to ~2-8, never near 0 as raw HF weights would.
+# llama.cpp's converter adds the 1 when it writes the file), so they are used as stored. The
+# magnitudes alone do not settle it on gemma-3-270m (layer medians 0.3 to 337), the likelihood
+# does: on a Wikipedia paragraph the mean NLL is 2.09 nats/token as stored, 18.0 with another +1
+# (and 20.7 with -1 on all norms, 3.3 with +1 on the Q/K norms only).
 NORM_WEIGHTS_INCLUDE_ONE = True
 DEFAULT_ROPE_BASE = 10000.0
 
@@ -318,6 +320,11 @@ class RefModel:
             self._w[name] = t
         return t
 
+    def norm(self, name):
+        """A norm weight as the multiplier (adds Gemma's +1 if the file did not)."""
+        w = self.w(name)
+        return w + 1.0 if self.arch == "gemma3" and not NORM_WEIGHTS_INCLUDE_ONE else w
+
     def opt(self, name):
         return self.w(name) if self.f.has(name) else None
 
@@ -357,13 +364,13 @@ class RefModel:
         x = self._embed(tokens)
         for il in range(self.n_layer):
             p = f"blk.{il}."
-            h = rmsnorm(x, self.w(p + "attn_norm.weight"), self.eps)
+            h = rmsnorm(x, self.norm(p + "attn_norm.weight"), self.eps)
             q = self.matmul(h, p + "attn_q.weight").reshape(n, H, dk)
             k = self.matmul(h, p + "attn_k.weight").reshape(n, Hkv, dk)
             v = self.matmul(h, p + "attn_v.weight").reshape(n, Hkv, dv)
             if gemma:
-                q = rmsnorm(q, self.w(p + "attn_q_norm.weight"), self.eps)
-                k = rmsnorm(k, self.w(p + "attn_k_norm.weight"), self.eps)
+                q = rmsnorm(q, self.norm(p + "attn_q_norm.weight"), self.eps)
+                k = rmsnorm(k, self.norm(p + "attn_k_norm.weight"), self.eps)
             base = self.layer_rope_base[il]
             q = rope(q, pos, base, self.rope_dim, self.rope_mode)
             k = rope(k, pos, base, self.rope_dim, self.rope_mode)
@@ -382,20 +389,20 @@ class RefModel:
             o = np.einsum("kgnt,ktd->kgnd", s, V).reshape(H, n, dv).transpose(1, 0, 2)
             o = self.matmul(o.reshape(n, H * dv), p + "attn_output.weight")
             if gemma:
-                o = rmsnorm(o, self.w(p + "post_attention_norm.weight"), self.eps)
+                o = rmsnorm(o, self.norm(p + "post_attention_norm.weight"), self.eps)
             x = x + o
-            h = rmsnorm(x, self.w(p + "ffn_norm.weight"), self.eps)
+            h = rmsnorm(x, self.norm(p + "ffn_norm.weight"), self.eps)
             gate = self.matmul(h, p + "ffn_gate.weight")
             up = self.matmul(h, p + "ffn_up.weight")
             act = (gelu_tanh(gate) if gemma else silu(gate)) * up
             f = self.matmul(act, p + "ffn_down.weight")
             if gemma:
-                f = rmsnorm(f, self.w(p + "post_ffw_norm.weight"), self.eps)
+                f = rmsnorm(f, self.norm(p + "post_ffw_norm.weight"), self.eps)
             x = x + f
         kv.n += n
         if not all_logits:
             x = x[-1:]
-        x = rmsnorm(x, self.w("output_norm.weight"), self.eps)
+        x = rmsnorm(x, self.norm("output_norm.weight"), self.eps)
         out = "token_embd.weight" if self.tied else "output.weight"
         logits = self.matmul(x, out)
         return softcap(logits, self.final_softcap).astype(np.float32)

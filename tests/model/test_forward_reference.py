@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_forward  # noqa: E402
 
 SKIP = 77
-TOLERANCE = 1e-3
+TOLERANCE = 1e-4  # measured float32 noise is 2-5e-6 of the logit range: 20x headroom
 GREEDY_N = 32
 
 # (kind, text) per architecture. "chat" wraps the text in the model's chat template
