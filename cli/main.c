@@ -15,6 +15,7 @@ static const char usage[] =
     "  detokenize -m MODEL turn token ids into text\n"
     "  run -m MODEL -p TXT generate text after a prompt\n"
     "  chat -m MODEL       talk with a model in the terminal\n"
+    "  bench -m MODEL      measure prompt and generation speed (tokens/s)\n"
     "\n"
     "Run 'brasa COMMAND --help' for a command's options.\n";
 
@@ -43,6 +44,8 @@ int main(int argc, char **argv) {
         return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "chat") == 0)
         return cmd_chat(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "brasa: unknown command '%s'\n\n%s", cmd, usage);
     return CLI_USAGE;
 }

@@ -6,6 +6,8 @@ set(BRASA_LIB_SOURCES
   src/core/pool.c
   src/backend/backend.c
   src/backend/cpu/cpu.c
+  src/backend/cpu/kernels_scalar.c
+  src/backend/cpu/kernels_avx2.c
   src/gguf/gguf.c
   src/quant/quant.c
   src/quant/quant_float.c
@@ -28,6 +30,7 @@ set(BRASA_LIB_SOURCES
   src/engine/sampler.c
   src/engine/chat.c
   src/engine/generate.c
+  src/engine/system.c
   src/api/tokens.c
 )
 if(WIN32)
@@ -44,4 +47,5 @@ set(BRASA_CLI_SOURCES
   cli/cmd_tokenize.c
   cli/cmd_run.c
   cli/gen_options.c
+  cli/cmd_bench.c
 )

@@ -113,6 +113,7 @@ typedef struct brasa_model_desc {
     const char *tokenizer_error; /* why the tokenizer is unusable, or NULL when it works */
     const char *chat_template;   /* tokenizer.chat_template, or NULL */
     const char *run_error;       /* why brasa cannot run this model, or NULL when it can */
+    uint64_t weight_bytes_per_token; /* weight bytes one decoded token reads (0 when it cannot run) */
 } brasa_model_desc;
 
 void brasa_model_describe(const brasa_model *model, brasa_model_desc *desc);
@@ -226,6 +227,9 @@ brasa_status brasa_decode(brasa_context *ctx, const brasa_token *tokens, size_t 
 const float *brasa_logits(const brasa_context *ctx); /* NULL before the first decode */
 int32_t brasa_logits_size(const brasa_context *ctx); /* the output vocabulary */
 
+/* The compute backend a context runs on, e.g. "cpu/avx2". */
+const char *brasa_context_backend(const brasa_context *ctx);
+
 /* Whether a token ends generation (EOS, end of turn, and the like). */
 bool brasa_token_is_eog(const brasa_model *model, brasa_token token);
 
@@ -310,6 +314,18 @@ brasa_generate_params brasa_generate_default_params(void);
  * the prompt and the generated tokens for its penalties. */
 brasa_status brasa_generate(brasa_context *ctx, brasa_sampler *sampler, const brasa_token *prompt, size_t n_prompt,
                             const brasa_generate_params *params, brasa_generate_stats *stats, brasa_error *err);
+
+/* ---- This machine ------------------------------------------------------------------------------ */
+
+/* The CPU's SIMD features that brasa can use, space-separated ("avx2 fma f16c ..."). */
+void brasa_cpu_features(char *buf, size_t size);
+/* Logical processors. */
+int32_t brasa_cpu_count(void);
+/* Measures main-memory read bandwidth with n_threads threads (0: all), in GB/s (1e9 bytes). Takes
+ * about a second and half a gigabyte of memory for the duration. */
+brasa_status brasa_measure_memory_bandwidth(int32_t n_threads, double *gb_per_second, brasa_error *err);
+/* The most memory this process has held (resident), in bytes; 0 where unknown. */
+uint64_t brasa_peak_memory_bytes(void);
 
 #ifdef __cplusplus
 }

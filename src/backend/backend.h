@@ -91,6 +91,8 @@ struct bk_device {
 /* The CPU device, running kernels on n_threads threads. */
 brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err);
 void bk_cpu_free(bk_device *dev);
+/* The CPU device's instruction-set path: "scalar", "avx2". */
+const char *bk_cpu_kernels_name(const bk_device *dev);
 
 /* Makes a tensor view: rows of type `type` at data on dev. */
 bk_tensor bk_view(bk_device *dev, uint32_t type, int64_t ne0, int64_t ne1, void *data);

@@ -1,6 +1,7 @@
 /* context.c: inference contexts: the KV cache and the activation buffers, sized once for n_ctx and
  * n_batch, and brasa_decode, which runs the architecture's forward pass over batches of tokens.
  * Nothing is allocated per token: every tensor is a view into buffers made at creation. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ struct brasa_context {
     bk_tensor x, h, o, q, k, v, att, gate, up, logits; /* each with n_batch rows */
     int32_t *pos;                 /* (n_batch) */
     float *last_logits;           /* (n_vocab) */
+    char backend_name[32];
     bool have_logits;
 };
 
@@ -82,6 +84,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         free(c);
         return st;
     }
+    snprintf(c->backend_name, sizeof c->backend_name, "cpu/%s", bk_cpu_kernels_name(c->dev));
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const int64_t B = c->n_batch, V = hp->n_vocab, L = hp->n_layer;
     const size_t kv_bytes = 2 * (size_t)L * f32_bytes(KV, c->n_ctx);
@@ -213,6 +216,10 @@ brasa_status brasa_decode(brasa_context *c, const brasa_token *tokens, size_t n,
         done += chunk;
     }
     return BRASA_OK;
+}
+
+const char *brasa_context_backend(const brasa_context *c) {
+    return c->backend_name;
 }
 
 const brasa_model *brasa_context_model(const brasa_context *c) {

@@ -121,6 +121,21 @@ static void warm_pages(const brasa_model *m, const brasa_model_params *params) {
     params->progress(1.0f, params->progress_user_data);
 }
 
+static uint64_t tensor_bytes(const bk_tensor *t) {
+    return t->data ? (uint64_t)t->row_bytes * (uint64_t)t->ne1 : 0;
+}
+
+/* What decoding one token reads: every layer's weights, the output head, one embedding row. */
+static uint64_t weight_bytes_per_token(const arch_hparams *hp, const arch_weights *w) {
+    uint64_t sum = tensor_bytes(&w->output_norm) + tensor_bytes(&w->output) + w->tok_embd.row_bytes;
+    for (int i = 0; i < hp->n_layer; i++) {
+        const bk_tensor *t = &w->layers[i].attn_norm;
+        for (size_t k = 0; k < sizeof(arch_layer) / sizeof(bk_tensor); k++)
+            sum += tensor_bytes(t + k);
+    }
+    return sum;
+}
+
 /* Binds the architecture's weights. A model brasa cannot run can still be described, so failures
  * here are kept as run_error rather than failing the open. */
 static void bind_architecture(brasa_model *m) {
@@ -138,6 +153,7 @@ static void bind_architecture(brasa_model *m) {
     } else {
         m->arch = arch;
         m->hp.n_vocab = (int32_t)m->weights.output.ne1;
+        m->desc.weight_bytes_per_token = weight_bytes_per_token(&m->hp, &m->weights);
     }
     m->desc.run_error = m->run_error[0] ? m->run_error : NULL;
 }

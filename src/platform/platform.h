@@ -47,6 +47,9 @@ int plat_cpu_count(void);
 void plat_interrupt_install(volatile int *flag);
 void plat_interrupt_remove(void);
 
+/* The peak resident memory of this process in bytes (0 when unknown). */
+uint64_t plat_peak_rss_bytes(void);
+
 /* Monotonic time in seconds, for speed reports. */
 double plat_time_seconds(void);
 

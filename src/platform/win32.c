@@ -5,6 +5,7 @@
 #include <io.h>
 #include <stdlib.h>
 #include <windows.h>
+#include <psapi.h>
 
 #include "core/error.h"
 
@@ -175,4 +176,11 @@ double plat_time_seconds(void) {
     QueryPerformanceFrequency(&f);
     QueryPerformanceCounter(&c);
     return (double)c.QuadPart / (double)f.QuadPart;
+}
+
+uint64_t plat_peak_rss_bytes(void) {
+    PROCESS_MEMORY_COUNTERS pmc;
+    if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc))
+        return 0;
+    return (uint64_t)pmc.PeakWorkingSetSize;
 }

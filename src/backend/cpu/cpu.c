@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "quant/quant.h"
@@ -18,6 +19,7 @@ typedef struct cpu_scratch {
 } cpu_scratch;
 
 typedef struct cpu_impl {
+    const cpu_kernels *k; /* the instruction-set path, chosen at creation */
     pool *pool;
     int n_threads;
     cpu_scratch *scratch; /* (n_threads) */
@@ -46,20 +48,6 @@ static void split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
     int64_t per = (n + nth - 1) / nth;
     *lo = per * ith < n ? per * ith : n;
     *hi = *lo + per < n ? *lo + per : n;
-}
-
-/* A dot product with eight running sums: the fixed order keeps results reproducible, and the
- * independent sums let the compiler use vector registers. */
-static float dot_f32(const float *a, const float *b, int64_t n) {
-    float s[8] = { 0 };
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++)
-            s[k] += a[i + k] * b[i + k];
-    float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; i < n; i++)
-        sum += a[i] * b[i];
-    return sum;
 }
 
 /* ---- buffers ---- */
@@ -121,23 +109,30 @@ typedef struct matmul_job {
     cpu_impl *c;
 } matmul_job;
 
+/* Batches below this many tokens use the fused block kernels row by row; larger ones dequantize
+ * each weight row once and reuse it for every token. */
+#define MATMUL_REUSE_MIN_TOKENS 4
+
 static void matmul_part(void *ctx, int ith, int nth) {
     const matmul_job *j = ctx;
     const bk_tensor *w = j->w, *x = j->x, *y = j->y;
+    const cpu_kernels *k = j->c->k;
     int64_t lo, hi;
     split(w->ne1, ith, nth, &lo, &hi);
     float *row = j->c->scratch[ith].data;
     const float *bias = j->bias ? (const float *)j->bias->data : NULL;
+    float (*fused)(const void *, const float *, int64_t) = k->dot_row[w->type];
+    const bool reuse = x->ne1 >= MATMUL_REUSE_MIN_TOKENS || !fused;
     for (int64_t o = lo; o < hi; o++) {
         const char *wrow = (const char *)w->data + (size_t)o * w->row_bytes;
         const float *wf = (const float *)wrow;
-        if (w->type != QUANT_F32) {
+        if (reuse && w->type != QUANT_F32) {
             quant_dequantize(w->type, wrow, row, w->ne0);
             wf = row;
         }
         for (int64_t t = 0; t < x->ne1; t++) {
             const float *xt = (const float *)((const char *)x->data + (size_t)t * x->row_bytes);
-            float v = dot_f32(wf, xt, w->ne0);
+            float v = reuse ? k->dot_f32(wf, xt, w->ne0) : fused(wrow, xt, w->ne0);
             if (bias)
                 v += bias[o];
             ((float *)((char *)y->data + (size_t)t * y->row_bytes))[o] = v;
@@ -283,7 +278,7 @@ static void attention_part(void *ctx, int ith, int nth) {
         float max = -INFINITY;
         for (int64_t s = first; s <= last; s++) {
             const float *k = (const float *)((const char *)j->k->data + (size_t)s * j->k->row_bytes) + (size_t)hk * (size_t)p->head_dim;
-            float v = dot_f32(q, k, p->head_dim) * p->scale;
+            float v = j->c->k->dot_f32(q, k, p->head_dim) * p->scale;
             if (p->softcap > 0)
                 v = p->softcap * tanhf(v / p->softcap);
             scores[s - first] = v;
@@ -365,7 +360,9 @@ brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err) {
     }
     dev->ops = &cpu_ops;
     dev->impl = c;
-    brasa_status st = pool_create(n_threads, &c->pool, err);
+    brasa_status st = cpu_kernels_select(&c->k, err);
+    if (st == BRASA_OK)
+        st = pool_create(n_threads, &c->pool, err);
     if (st == BRASA_OK) {
         c->n_threads = n_threads;
         c->scratch = calloc((size_t)n_threads, sizeof *c->scratch);
@@ -392,4 +389,8 @@ void bk_cpu_free(bk_device *dev) {
         free(c);
     }
     free(dev);
+}
+
+const char *bk_cpu_kernels_name(const bk_device *dev) {
+    return ((const cpu_impl *)dev->impl)->k->name;
 }

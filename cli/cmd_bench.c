@@ -1,0 +1,269 @@
+/* cmd_bench.c: `brasa bench`: prompt processing (ppN) and token generation (tgN) speed in tokens/s,
+ * mean ± standard deviation over repetitions after a warm-up, swept over lists of sizes and thread
+ * counts, held against the machine's measured memory bandwidth. Load and tokenization are not
+ * timed; tokens are random ids (seeded), as llama-bench does. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "platform/platform.h"
+
+static const char usage[] =
+    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-r N] [-t LIST] [--json]\n"
+    "\n"
+    "Measures prompt processing (ppN: N prompt tokens at once) and token generation (tgN: N tokens\n"
+    "one at a time) in tokens/s, as mean ± sd over N repetitions after a warm-up. LISTs are\n"
+    "comma-separated and swept (-p 128,512 -t 1,2). Decode is also shown as a share of the measured\n"
+    "memory bandwidth (weight bytes read per token / bandwidth).\n"
+    "\n"
+    "  -m, --model FILE   the GGUF model\n"
+    "  -p LIST            prompt sizes (default 512; 0 skips)\n"
+    "  -n LIST            generation lengths (default 128; 0 skips)\n"
+    "  -r N               repetitions (default 5)\n"
+    "  -t LIST            thread counts (default: one per core)\n"
+    "  --json             one JSON document on standard output\n";
+
+#define MAX_LIST 16
+
+typedef struct int_list {
+    int64_t v[MAX_LIST];
+    int n;
+} int_list;
+
+static bool parse_list(const char *s, int64_t lo, int64_t hi, int_list *out) {
+    out->n = 0;
+    char word[32];
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        if (len == 0 || len >= sizeof word || out->n == MAX_LIST)
+            return false;
+        memcpy(word, s, len);
+        word[len] = '\0';
+        if (!cli_parse_i64(word, lo, hi, &out->v[out->n++]))
+            return false;
+        s += len + (comma ? 1 : 0);
+        if (comma && !*s)
+            return false;
+    }
+    return out->n > 0;
+}
+
+typedef struct result {
+    char test[32];
+    int threads;
+    int n_tokens;
+    double mean, sd;
+} result;
+
+static void mean_sd(const double *x, int n, double *mean, double *sd) {
+    double s = 0, ss = 0;
+    for (int i = 0; i < n; i++)
+        s += x[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++)
+        ss += (x[i] - *mean) * (x[i] - *mean);
+    *sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+}
+
+static void progress(bool on, const char *test, int threads, int rep, int reps) {
+    if (on) {
+        fprintf(stderr, "\r%-8s threads %-3d repetition %d/%d   ", test, threads, rep, reps);
+        fflush(stderr);
+    }
+}
+
+/* Times one test: pp (all tokens in one decode call) or tg (one token per call). */
+static bool run_test(brasa_context *c, const brasa_token *tokens, int n, bool generation, double *seconds,
+                     brasa_error *err) {
+    brasa_context_reset(c);
+    if (generation) {
+        if (brasa_decode(c, tokens, 1, NULL, err) != BRASA_OK) /* an untimed first token */
+            return false;
+        double t0 = plat_time_seconds();
+        for (int i = 1; i <= n; i++)
+            if (brasa_decode(c, tokens + i, 1, NULL, err) != BRASA_OK)
+                return false;
+        *seconds = plat_time_seconds() - t0;
+        return true;
+    }
+    double t0 = plat_time_seconds();
+    if (brasa_decode(c, tokens, (size_t)n, NULL, err) != BRASA_OK)
+        return false;
+    *seconds = plat_time_seconds() - t0;
+    return true;
+}
+
+int cmd_bench(int argc, char **argv) {
+    const char *model_path = NULL;
+    int_list pp = { { 512 }, 1 }, tg = { { 128 }, 1 }, threads = { { brasa_cpu_count() }, 1 };
+    int64_t reps = 5;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cli_is_help(a)) {
+            fputs(usage, stdout);
+            return CLI_OK;
+        } else if (strcmp(a, "--json") == 0) {
+            json = true;
+        } else if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) {
+            if (!v)
+                return cli_usage_error("bench", usage, "%s needs a FILE", a);
+            model_path = argv[++i];
+        } else if (strcmp(a, "-p") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "-t") == 0) {
+            int_list *l = a[1] == 'p' ? &pp : a[1] == 'n' ? &tg : &threads;
+            int64_t lo = a[1] == 't' ? 1 : 0, hi = a[1] == 't' ? 1024 : 1 << 20;
+            if (!v || !parse_list(v, lo, hi, l))
+                return cli_usage_error("bench", usage, "%s needs a comma-separated list of numbers from %lld to %lld", a,
+                                       (long long)lo, (long long)hi);
+            i++;
+        } else if (strcmp(a, "-r") == 0) {
+            if (!v || !cli_parse_i64(v, 1, 1000, &reps))
+                return cli_usage_error("bench", usage, "-r needs a number of repetitions from 1 to 1000");
+            i++;
+        } else {
+            return cli_usage_error("bench", usage, "unknown option '%s'", a);
+        }
+    }
+    if (!model_path)
+        return cli_usage_error("bench", usage, "missing -m MODEL");
+    int64_t max_pp = 0, max_tg = 0;
+    for (int i = 0; i < pp.n; i++)
+        max_pp = pp.v[i] > max_pp ? pp.v[i] : max_pp;
+    for (int i = 0; i < tg.n; i++)
+        max_tg = tg.v[i] > max_tg ? tg.v[i] : max_tg;
+    if (max_pp == 0 && max_tg == 0)
+        return cli_usage_error("bench", usage, "nothing to measure: -p and -n are both 0");
+
+    brasa_model *m = cli_open_model(model_path);
+    if (!m)
+        return CLI_FAILED;
+    brasa_model_desc d;
+    brasa_model_describe(m, &d);
+    const bool tty = plat_is_terminal(2);
+    brasa_error err;
+    int rc = CLI_OK;
+    const int64_t n_ctx = (max_pp > max_tg + 1 ? max_pp : max_tg + 1) + 8;
+    brasa_token *tokens = malloc((size_t)n_ctx * sizeof *tokens);
+    result *results = calloc((size_t)(pp.n + tg.n) * (size_t)threads.n, sizeof *results);
+    double *samples = malloc((size_t)reps * sizeof *samples);
+    int n_results = 0;
+    char backend[32] = "cpu";
+    if (!tokens || !results || !samples) {
+        rc = cli_fail("out of memory");
+        goto done;
+    }
+    uint64_t seed = 42;
+    for (int64_t i = 0; i < n_ctx; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        tokens[i] = (brasa_token)((seed >> 33) % (uint64_t)(d.n_vocab > 0 ? d.n_vocab : 1));
+    }
+    for (int ti = 0; ti < threads.n && rc == CLI_OK; ti++) {
+        brasa_context_params cp = brasa_context_default_params();
+        cp.n_ctx = (int32_t)n_ctx;
+        cp.n_threads = (int32_t)threads.v[ti];
+        brasa_context *c = NULL;
+        if (brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {
+            rc = cli_fail("%s: %s", model_path, err.message);
+            break;
+        }
+        snprintf(backend, sizeof backend, "%s", brasa_context_backend(c));
+        double warm;
+        if (!run_test(c, tokens, 8, false, &warm, &err) || !run_test(c, tokens, 4, true, &warm, &err)) {
+            rc = cli_fail("%s", err.message);
+            brasa_context_free(c);
+            break;
+        }
+        for (int kind = 0; kind < 2 && rc == CLI_OK; kind++) {
+            const int_list *l = kind == 0 ? &pp : &tg;
+            for (int k = 0; k < l->n && rc == CLI_OK; k++) {
+                const int n = (int)l->v[k];
+                if (n == 0)
+                    continue;
+                result *r = &results[n_results];
+                snprintf(r->test, sizeof r->test, "%s%d", kind == 0 ? "pp" : "tg", n);
+                r->threads = (int)threads.v[ti];
+                r->n_tokens = n;
+                for (int64_t rep = 0; rep < reps; rep++) {
+                    progress(tty, r->test, r->threads, (int)rep + 1, (int)reps);
+                    double s;
+                    if (!run_test(c, tokens, n, kind == 1, &s, &err)) {
+                        rc = cli_fail("%s", err.message);
+                        break;
+                    }
+                    samples[rep] = s > 0 ? n / s : 0.0;
+                }
+                if (rc == CLI_OK) {
+                    mean_sd(samples, (int)reps, &r->mean, &r->sd);
+                    n_results++;
+                }
+            }
+        }
+        brasa_context_free(c);
+    }
+    if (tty)
+        fprintf(stderr, "\r%60s\rmeasuring memory bandwidth...", "");
+    double bandwidth = 0.0;
+    if (rc == CLI_OK && brasa_measure_memory_bandwidth(0, &bandwidth, &err) != BRASA_OK)
+        rc = cli_fail("%s", err.message);
+    if (tty)
+        fprintf(stderr, "\r%60s\r", "");
+    if (rc != CLI_OK)
+        goto done;
+
+    char features[128];
+    brasa_cpu_features(features, sizeof features);
+    const double gb_per_token = (double)d.weight_bytes_per_token / 1e9;
+    const double limit = gb_per_token > 0 ? bandwidth / gb_per_token : 0.0;
+    const double peak_mb = (double)brasa_peak_memory_bytes() / 1e6;
+    if (json) {
+        printf("{\"model\": ");
+        json_cstr(stdout, model_path);
+        printf(", \"architecture\": ");
+        json_cstr(stdout, d.architecture);
+        printf(", \"n_params\": %lld, \"file_bytes\": %llu, \"weight_bytes_per_token\": %llu, \"backend\": ",
+               (long long)d.n_params, (unsigned long long)d.file_bytes, (unsigned long long)d.weight_bytes_per_token);
+        json_cstr(stdout, backend);
+        printf(", \"cpu_features\": ");
+        json_cstr(stdout, features);
+        printf(", \"repetitions\": %lld, \"bandwidth\": {\"gb_per_second\": %.3f, \"decode_limit_tokens_per_second\": %.3f}",
+               (long long)reps, bandwidth, limit);
+        printf(", \"peak_memory_bytes\": %llu, \"results\": [", (unsigned long long)brasa_peak_memory_bytes());
+        for (int i = 0; i < n_results; i++) {
+            const result *r = &results[i];
+            printf("%s{\"test\": \"%s\", \"n_tokens\": %d, \"threads\": %d, \"backend\": ", i ? ", " : "", r->test,
+                   r->n_tokens, r->threads);
+            json_cstr(stdout, backend);
+            printf(", \"tokens_per_second\": {\"mean\": %.4f, \"sd\": %.4f}", r->mean, r->sd);
+            if (r->test[0] == 't' && limit > 0)
+                printf(", \"bandwidth_share\": %.4f", r->mean / limit);
+            printf("}");
+        }
+        printf("]}\n");
+    } else {
+        printf("model      %s (%s, %.2f M parameters, %.2f MB)\n", model_path, d.architecture, (double)d.n_params / 1e6,
+               (double)d.file_bytes / 1e6);
+        printf("backend    %s, CPU features: %s\n", backend, features);
+        printf("memory     %.1f GB/s read bandwidth (measured); %.1f MB of weights per token: decode limit %.1f tokens/s\n",
+               bandwidth, gb_per_token * 1e3, limit);
+        printf("\n| %-8s | %7s | %20s | %16s |\n", "test", "threads", "tokens/s", "share of limit");
+        printf("|----------|---------|----------------------|------------------|\n");
+        for (int i = 0; i < n_results; i++) {
+            const result *r = &results[i];
+            char share[32] = "";
+            if (r->test[0] == 't' && limit > 0)
+                snprintf(share, sizeof share, "%.0f%%", 100.0 * r->mean / limit);
+            char speed[32];
+            snprintf(speed, sizeof speed, "%.2f ± %.2f", r->mean, r->sd);
+            printf("| %-8s | %7d | %21s | %16s |\n", r->test, r->threads, speed, share); /* "±" is two bytes */
+        }
+        printf("\npeak memory %.0f MB, %lld repetitions after a warm-up\n", peak_mb, (long long)reps);
+    }
+done:
+    free(tokens);
+    free(results);
+    free(samples);
+    brasa_model_free(m);
+    return rc;
+}

@@ -1,0 +1,40 @@
+/* kernels.h: the CPU kernel table. Each instruction-set path (scalar, AVX2) fills one table with the
+ * same signatures; the table is chosen once per device from the CPU's features, or forced by the
+ * BRASA_CPU_KERNELS environment variable (scalar, avx2) so tests can compare every path with the
+ * scalar reference on one machine. */
+#ifndef BRASA_CPU_KERNELS_H
+#define BRASA_CPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "brasa.h"
+#include "quant/quant.h"
+
+typedef struct cpu_kernels {
+    const char *name;
+    /* sum_i a[i] * b[i] */
+    float (*dot_f32)(const float *a, const float *b, int64_t n);
+    /* sum_i dequant(row)[i] * x[i] straight from the blocks (n a whole number of blocks); NULL for
+     * types without a fused kernel, which fall back to dequantize + dot_f32 */
+    float (*dot_row[QUANT_TYPE_COUNT])(const void *row, const float *x, int64_t n);
+} cpu_kernels;
+
+/* What this CPU and operating system support (x86: cpuid and xgetbv). */
+typedef struct cpu_features {
+    bool avx, avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, neon, dotprod;
+} cpu_features;
+
+void cpu_detect_features(cpu_features *f);
+/* The features as text, e.g. "avx2 fma f16c avx512f" ("none" when there are none). */
+void cpu_features_text(const cpu_features *f, char *buf, size_t size);
+
+/* The best table this machine runs, or the one named by BRASA_CPU_KERNELS; an error when that one
+ * is unknown or unsupported here. */
+brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err);
+
+/* The paths, for tests and for cpu_kernels_select. cpu_kernels_avx2 is NULL in builds without it. */
+const cpu_kernels *cpu_kernels_scalar(void);
+const cpu_kernels *cpu_kernels_avx2(void);
+
+#endif

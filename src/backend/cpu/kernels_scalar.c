@@ -1,0 +1,177 @@
+/* kernels_scalar.c: the scalar path, the reference every SIMD path is tested against: block dot
+ * products are literally dequantize-then-multiply, one block at a time. Also the feature detection
+ * and the choice of path. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/kernels.h"
+#include "core/error.h"
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#define BRASA_X86 1
+#if defined(_MSC_VER)
+#include <intrin.h>
+#else
+#include <cpuid.h>
+#endif
+#endif
+
+/* A dot product with eight running sums: the fixed order keeps results reproducible. */
+static float dot_f32_scalar(const float *a, const float *b, int64_t n) {
+    float s[8] = { 0 };
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            s[k] += a[i + k] * b[i + k];
+    float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; i++)
+        sum += a[i] * b[i];
+    return sum;
+}
+
+/* One generic fused kernel per type: dequantize a block into registers-sized scratch, multiply. */
+static float dot_row_generic(uint32_t type, const void *row, const float *x, int64_t n) {
+    const quant_traits *t = quant_get(type);
+    float tmp[QK_K];
+    const int64_t step = t->block_size == 1 ? QK_K : t->block_size;
+    const uint8_t *p = row;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; i += step) {
+        const int64_t m = n - i < step ? n - i : step;
+        t->dequantize(p, tmp, m);
+        sum += dot_f32_scalar(tmp, x + i, m);
+        p += (size_t)(m / t->block_size) * (size_t)t->type_size;
+    }
+    return sum;
+}
+
+#define GENERIC(T, name) \
+    static float dot_row_##name(const void *row, const float *x, int64_t n) { return dot_row_generic(T, row, x, n); }
+GENERIC(QUANT_F16, f16)
+GENERIC(QUANT_BF16, bf16)
+GENERIC(QUANT_Q4_0, q4_0)
+GENERIC(QUANT_Q4_1, q4_1)
+GENERIC(QUANT_Q5_0, q5_0)
+GENERIC(QUANT_Q5_1, q5_1)
+GENERIC(QUANT_Q8_0, q8_0)
+GENERIC(QUANT_Q4_K, q4_K)
+GENERIC(QUANT_Q5_K, q5_K)
+GENERIC(QUANT_Q6_K, q6_K)
+
+static float dot_row_f32(const void *row, const float *x, int64_t n) {
+    return dot_f32_scalar(row, x, n);
+}
+
+static const cpu_kernels scalar = {
+    .name = "scalar",
+    .dot_f32 = dot_f32_scalar,
+    .dot_row = {
+        [QUANT_F32] = dot_row_f32, [QUANT_F16] = dot_row_f16, [QUANT_BF16] = dot_row_bf16,
+        [QUANT_Q4_0] = dot_row_q4_0, [QUANT_Q4_1] = dot_row_q4_1, [QUANT_Q5_0] = dot_row_q5_0,
+        [QUANT_Q5_1] = dot_row_q5_1, [QUANT_Q8_0] = dot_row_q8_0, [QUANT_Q4_K] = dot_row_q4_K,
+        [QUANT_Q5_K] = dot_row_q5_K, [QUANT_Q6_K] = dot_row_q6_K,
+    },
+};
+
+const cpu_kernels *cpu_kernels_scalar(void) {
+    return &scalar;
+}
+
+#ifdef BRASA_X86
+static void cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+#if defined(_MSC_VER)
+    int v[4];
+    __cpuidex(v, (int)leaf, (int)sub);
+    for (int i = 0; i < 4; i++)
+        r[i] = (unsigned)v[i];
+#else
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+#endif
+}
+
+/* The register state the operating system saves on context switches (XCR0). */
+static uint64_t xcr0(void) {
+#if defined(_MSC_VER)
+    return _xgetbv(0);
+#else
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+#endif
+}
+#endif
+
+void cpu_detect_features(cpu_features *f) {
+    memset(f, 0, sizeof *f);
+#ifdef BRASA_X86
+    unsigned r[4];
+    cpuid(0, 0, r);
+    const unsigned max_leaf = r[0];
+    cpuid(1, 0, r);
+    const bool osxsave = (r[2] >> 27) & 1;
+    const uint64_t xs = osxsave ? xcr0() : 0;
+    const bool os_avx = (xs & 0x6) == 0x6, os_avx512 = (xs & 0xe6) == 0xe6;
+    f->avx = os_avx && ((r[2] >> 28) & 1);
+    f->fma = f->avx && ((r[2] >> 12) & 1);
+    f->f16c = f->avx && ((r[2] >> 29) & 1);
+    if (max_leaf >= 7) {
+        cpuid(7, 0, r);
+        f->avx2 = f->avx && ((r[1] >> 5) & 1);
+        f->avx512f = os_avx512 && ((r[1] >> 16) & 1);
+        f->avx512bw = f->avx512f && ((r[1] >> 30) & 1);
+        f->avx512vl = f->avx512f && ((r[1] >> 31) & 1);
+        f->avx512vnni = f->avx512f && ((r[2] >> 11) & 1);
+        unsigned r1[4];
+        cpuid(7, 1, r1);
+        f->avx512bf16 = f->avx512f && ((r1[0] >> 5) & 1);
+    }
+#elif defined(__aarch64__) || defined(_M_ARM64)
+    f->neon = true;
+#if defined(__ARM_FEATURE_DOTPROD)
+    f->dotprod = true;
+#endif
+#endif
+}
+
+void cpu_features_text(const cpu_features *f, char *buf, size_t size) {
+    static const struct { size_t offset; const char *name; } names[] = {
+        { offsetof(cpu_features, avx), "avx" }, { offsetof(cpu_features, avx2), "avx2" },
+        { offsetof(cpu_features, fma), "fma" }, { offsetof(cpu_features, f16c), "f16c" },
+        { offsetof(cpu_features, avx512f), "avx512f" }, { offsetof(cpu_features, avx512bw), "avx512bw" },
+        { offsetof(cpu_features, avx512vl), "avx512vl" }, { offsetof(cpu_features, avx512vnni), "avx512vnni" },
+        { offsetof(cpu_features, avx512bf16), "avx512bf16" }, { offsetof(cpu_features, neon), "neon" },
+        { offsetof(cpu_features, dotprod), "dotprod" },
+    };
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (*(const bool *)((const char *)f + names[i].offset) && len + strlen(names[i].name) + 2 < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "", names[i].name);
+    }
+    if (len == 0)
+        snprintf(buf, size, "none");
+}
+
+brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err) {
+    cpu_features f;
+    cpu_detect_features(&f);
+    const bool avx2_ok = cpu_kernels_avx2() && f.avx2 && f.fma && f.f16c;
+    const char *force = getenv("BRASA_CPU_KERNELS");
+    if (force && *force) {
+        if (strcmp(force, "scalar") == 0) {
+            *out = &scalar;
+            return BRASA_OK;
+        }
+        if (strcmp(force, "avx2") == 0) {
+            if (!avx2_ok)
+                return err_set(err, BRASA_ERR_UNSUPPORTED, "BRASA_CPU_KERNELS=avx2, but this CPU or build lacks AVX2/FMA/F16C");
+            *out = cpu_kernels_avx2();
+            return BRASA_OK;
+        }
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_KERNELS='%.32s' is not a kernel path (scalar, avx2)", force);
+    }
+    *out = avx2_ok ? cpu_kernels_avx2() : &scalar;
+    return BRASA_OK;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""`brasa bench --json` reports what it promises (fields, not speed): one result per test and thread
+count, named ppN / tgN, with mean and sd tokens/s, threads, backend, the measured bandwidth and the
+decode share; lists are swept; bad lists are usage errors.
+
+Usage: test_bench.py --brasa PATH_TO_brasa --model SMOLLM2_GGUF
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+passed = failed = 0
+
+
+def expect(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--brasa", required=True)
+    ap.add_argument("--model", required=True)
+    a = ap.parse_args()
+    if not os.path.exists(a.model):
+        print(f"skipped: model missing: {a.model}")
+        return 77
+    r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "8,16", "-n", "4", "-r", "2", "-t", "1,2", "--json"],
+                       capture_output=True, text=True, timeout=600)
+    expect("bench exits 0", r.returncode == 0, r.stderr[-300:])
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError as e:
+        expect("bench --json parses", False, f"{e}: {r.stdout[:200]!r}")
+        doc = None
+    if doc:
+        results = doc.get("results", [])
+        tests = sorted((x["test"], x["threads"]) for x in results)
+        expect("one result per test and thread count", tests ==
+               sorted([("pp8", 1), ("pp16", 1), ("tg4", 1), ("pp8", 2), ("pp16", 2), ("tg4", 2)]), str(tests))
+        for x in results:
+            tps = x.get("tokens_per_second", {})
+            expect(f"{x.get('test')} fields", isinstance(tps.get("mean"), (int, float)) and tps["mean"] > 0 and
+                   isinstance(tps.get("sd"), (int, float)) and tps["sd"] >= 0 and
+                   x.get("backend", "").startswith("cpu/") and x.get("n_tokens") > 0, str(x))
+            if x.get("test", "").startswith("tg"):
+                expect(f"{x['test']} bandwidth share", 0 < x.get("bandwidth_share", 0) < 1.5, str(x))
+        bw = doc.get("bandwidth", {})
+        expect("bandwidth measured", bw.get("gb_per_second", 0) > 0.1 and bw.get("decode_limit_tokens_per_second", 0) > 0,
+               str(bw))
+        expect("model facts", doc.get("architecture") == "llama" and doc.get("weight_bytes_per_token", 0) > 50e6 and
+               doc.get("peak_memory_bytes", 0) > 0 and doc.get("cpu_features"), str(doc)[:300])
+    r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "8,,16"], capture_output=True, text=True, timeout=60)
+    expect("bad list is a usage error", r.returncode == 2 and "comma-separated" in r.stderr, r.stderr)
+    r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "0"], capture_output=True, text=True, timeout=60)
+    expect("nothing to measure", r.returncode == 2 and "nothing to measure" in r.stderr, r.stderr)
+    print(f"bench: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Every CPU kernel path gives the same model output: for each path this machine runs (forced with
+BRASA_CPU_KERNELS) and thread counts 1 and 2, the logits of a real prompt stay within 1e-4 of the
+logit range of the scalar path's, and 32 greedy tokens are identical to the scalar path's.
+
+Usage: test_kernel_paths_agree.py --logits-dump PATH --model GGUF [--model GGUF ...]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenizer"))
+import ref_tokenizer  # noqa: E402
+
+TOLERANCE = 1e-4
+PROMPT = "The history of the ocean is long, and the first sailors who crossed it"
+passed = failed = 0
+
+
+def expect(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def run(tool, model, ids, path, threads, out):
+    env = dict(os.environ, BRASA_CPU_KERNELS=path)
+    r = subprocess.run([tool, model, "--out", out, "--tokens", " ".join(map(str, ids)), "--greedy", "32",
+                        "--threads", str(threads)], capture_output=True, text=True, env=env, timeout=900)
+    if r.returncode != 0:
+        return None, None, r.stderr.strip()
+    return np.fromfile(out, dtype=np.float32), r.stdout.split(), ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--logits-dump", required=True)
+    ap.add_argument("--model", action="append", required=True)
+    a = ap.parse_args()
+    if any(not os.path.exists(m) for m in a.model):
+        print("skipped: model file(s) missing (run scripts/fetch_models.py)")
+        return 77
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "logits.f32")
+        for model in a.model:
+            name = os.path.basename(model)
+            ids = ref_tokenizer.load(model).encode(PROMPT, parse_special=False)
+            base, base_greedy, err = run(a.logits_dump, model, ids, "scalar", 1, out)
+            if base is None:
+                expect(f"{name} scalar", False, err)
+                continue
+            span = float(base.max() - base.min())
+            for path in ("scalar", "avx2"):
+                for threads in (1, 2):
+                    if path == "scalar" and threads == 1:
+                        continue
+                    got, greedy, err = run(a.logits_dump, model, ids, path, threads, out)
+                    if got is None and "lacks" in err:
+                        print(f"skip {name} {path}: {err}")
+                        continue
+                    what = f"{name} {path} x{threads}"
+                    if got is None:
+                        expect(what, False, err)
+                        continue
+                    rel = float(np.abs(got - base).max()) / span
+                    expect(f"{what} logits within {TOLERANCE:g} of scalar", rel <= TOLERANCE, f"max diff {rel:.3g} of range")
+                    expect(f"{what} greedy tokens", greedy == base_greedy, f"{greedy} vs {base_greedy}")
+                    print(f"     {what}: max diff {rel:.2g} of the logit range")
+    print(f"paths: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
