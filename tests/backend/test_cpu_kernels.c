@@ -93,6 +93,34 @@ int main(void) {
                 printf("FAIL %s dot_f32 n=%lld: scalar %.9g, %s %.9g\n", paths[p]->name, (long long)n, a, paths[p]->name, b);
             }
         }
+        /* the prefill product: against scalar, and tiled outputs equal to one-at-a-time outputs
+         * bit for bit (so splitting rows between threads cannot change results) */
+        for (int64_t k = 5; k <= 300; k += 59) {
+            const int64_t R = 5, T = 7;
+            float *wm = malloc((size_t)(R * k) * sizeof *wm), *xm = malloc((size_t)(T * k) * sizeof *xm);
+            float ys[5 * 7], yp[5 * 7], y1[5 * 7];
+            for (int64_t i = 0; i < R * k; i++)
+                wm[i] = rnd_unit();
+            for (int64_t i = 0; i < T * k; i++)
+                xm[i] = rnd_unit();
+            scalar->gemm_f32(wm, (size_t)k, R, xm, (size_t)k, T, k, ys, (size_t)R);
+            paths[p]->gemm_f32(wm, (size_t)k, R, xm, (size_t)k, T, k, yp, (size_t)R);
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t t = 0; t < T; t++)
+                    paths[p]->gemm_f32(wm + r * k, (size_t)k, 1, xm + t * k, (size_t)k, 1, k, &y1[t * R + r], 1);
+            bool ok = true;
+            for (int i = 0; i < R * T; i++)
+                ok = ok && fabsf(ys[i] - yp[i]) <= 1e-5f * (float)k && f32_bits(yp[i]) == f32_bits(y1[i]);
+            if (ok) {
+                passed++;
+            } else {
+                failed++;
+                printf("FAIL %s gemm_f32 k=%lld: differs from scalar or from its own untiled outputs\n", paths[p]->name,
+                       (long long)k);
+            }
+            free(wm);
+            free(xm);
+        }
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const uint32_t type = types[ti];
             const quant_traits *t = quant_get(type);

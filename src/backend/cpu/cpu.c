@@ -113,31 +113,40 @@ typedef struct matmul_job {
  * each weight row once and reuse it for every token. */
 #define MATMUL_REUSE_MIN_TOKENS 4
 
+/* Weight rows dequantized together for the prefill product (their floats stay in L1/L2). */
+#define MATMUL_ROW_TILE 2
+
 static void matmul_part(void *ctx, int ith, int nth) {
     const matmul_job *j = ctx;
     const bk_tensor *w = j->w, *x = j->x, *y = j->y;
     const cpu_kernels *k = j->c->k;
     int64_t lo, hi;
     split(w->ne1, ith, nth, &lo, &hi);
-    float *row = j->c->scratch[ith].data;
+    float *rows = j->c->scratch[ith].data;
     const float *bias = j->bias ? (const float *)j->bias->data : NULL;
+    float *yd = y->data;
+    const size_t ys = y->row_bytes / sizeof(float), xs = x->row_bytes / sizeof(float);
     float (*fused)(const void *, const float *, int64_t) = k->dot_row[w->type];
-    const bool reuse = x->ne1 >= MATMUL_REUSE_MIN_TOKENS || !fused;
-    for (int64_t o = lo; o < hi; o++) {
-        const char *wrow = (const char *)w->data + (size_t)o * w->row_bytes;
-        const float *wf = (const float *)wrow;
-        if (reuse && w->type != QUANT_F32) {
-            quant_dequantize(w->type, wrow, row, w->ne0);
-            wf = row;
+    if (x->ne1 < MATMUL_REUSE_MIN_TOKENS && fused) {
+        /* decode: straight from the blocks, each weight read once */
+        for (int64_t o = lo; o < hi; o++) {
+            const char *wrow = (const char *)w->data + (size_t)o * w->row_bytes;
+            for (int64_t t = 0; t < x->ne1; t++)
+                yd[(size_t)t * ys + (size_t)o] = fused(wrow, (const float *)x->data + (size_t)t * xs, w->ne0);
         }
-        for (int64_t t = 0; t < x->ne1; t++) {
-            const float *xt = (const float *)((const char *)x->data + (size_t)t * x->row_bytes);
-            float v = reuse ? k->dot_f32(wf, xt, w->ne0) : fused(wrow, xt, w->ne0);
-            if (bias)
-                v += bias[o];
-            ((float *)((char *)y->data + (size_t)t * y->row_bytes))[o] = v;
+    } else {
+        /* prefill: dequantize a few rows once, multiply them with every token */
+        for (int64_t o = lo; o < hi; o += MATMUL_ROW_TILE) {
+            const int64_t n_rows = hi - o < MATMUL_ROW_TILE ? hi - o : MATMUL_ROW_TILE;
+            for (int64_t r = 0; r < n_rows; r++)
+                quant_dequantize(w->type, (const char *)w->data + (size_t)(o + r) * w->row_bytes, rows + r * w->ne0, w->ne0);
+            k->gemm_f32(rows, (size_t)w->ne0, n_rows, x->data, xs, x->ne1, w->ne0, yd + o, ys);
         }
     }
+    if (bias)
+        for (int64_t t = 0; t < x->ne1; t++)
+            for (int64_t o = lo; o < hi; o++)
+                yd[(size_t)t * ys + (size_t)o] += bias[o];
 }
 
 static brasa_status cpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tensor *x, const bk_tensor *bias, bk_tensor *y,
@@ -150,7 +159,7 @@ static brasa_status cpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tens
                        (long long)w->ne1, (long long)w->ne0, (long long)x->ne1, (long long)x->ne0,
                        (long long)y->ne1, (long long)y->ne0);
     cpu_impl *c = dev->impl;
-    brasa_status st = reserve_scratch(c, (size_t)w->ne0, err);
+    brasa_status st = reserve_scratch(c, MATMUL_ROW_TILE * (size_t)w->ne0, err);
     if (st != BRASA_OK)
         return st;
     matmul_job job = { w, x, bias, y, c };

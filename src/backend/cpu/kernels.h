@@ -18,6 +18,11 @@ typedef struct cpu_kernels {
     /* sum_i dequant(row)[i] * x[i] straight from the blocks (n a whole number of blocks); NULL for
      * types without a fused kernel, which fall back to dequantize + dot_f32 */
     float (*dot_row[QUANT_TYPE_COUNT])(const void *row, const float *x, int64_t n);
+    /* y[t * ys + r] = sum_i w[r * ws + i] * x[t * xs + i] for r < n_rows, t < n_tok (strides in
+     * floats). Each output is summed in the same order whatever n_rows and n_tok are, so splitting
+     * the rows between threads never changes a result. */
+    void (*gemm_f32)(const float *w, size_t ws, int64_t n_rows, const float *x, size_t xs, int64_t n_tok, int64_t k,
+                     float *y, size_t ys);
 } cpu_kernels;
 
 /* What this CPU and operating system support (x86: cpuid and xgetbv). */

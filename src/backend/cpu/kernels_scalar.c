@@ -64,9 +64,17 @@ static float dot_row_f32(const void *row, const float *x, int64_t n) {
     return dot_f32_scalar(row, x, n);
 }
 
+static void gemm_f32_scalar(const float *w, size_t ws, int64_t n_rows, const float *x, size_t xs, int64_t n_tok,
+                            int64_t k, float *y, size_t ys) {
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t t = 0; t < n_tok; t++)
+            y[(size_t)t * ys + (size_t)r] = dot_f32_scalar(w + (size_t)r * ws, x + (size_t)t * xs, k);
+}
+
 static const cpu_kernels scalar = {
     .name = "scalar",
     .dot_f32 = dot_f32_scalar,
+    .gemm_f32 = gemm_f32_scalar,
     .dot_row = {
         [QUANT_F32] = dot_row_f32, [QUANT_F16] = dot_row_f16, [QUANT_BF16] = dot_row_bf16,
         [QUANT_Q4_0] = dot_row_q4_0, [QUANT_Q4_1] = dot_row_q4_1, [QUANT_Q5_0] = dot_row_q5_0,
