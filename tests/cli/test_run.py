@@ -94,8 +94,12 @@ def main():
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdin.write(b"Count from 1 to 10000, one number per line.\n")
     proc.stdin.flush()
-    time.sleep(4)
-    alive_before = proc.poll() is None
+    # wait until the reply is streaming, so the interrupt lands while it is being generated
+    first = b""
+    deadline = time.time() + 120
+    while not first and time.time() < deadline and proc.poll() is None:
+        first = os.read(proc.stdout.fileno(), 64)
+    alive_before = proc.poll() is None and first != b""
     proc.send_signal(signal.SIGINT)
     time.sleep(1)
     alive_after = proc.poll() is None
