@@ -1,12 +1,19 @@
-/* pool.c: workers sleep on a condition variable between jobs; a job is published with a generation
- * counter and the caller waits until every worker has reported back. Simple, and cheap enough at
- * the granularity of whole matrix products. */
+/* pool.c: workers spin briefly on a generation counter between jobs, so the hundreds of kernel
+ * launches of one decoded token cost no system calls, and fall asleep on a condition variable when
+ * no work comes (between requests). A job is published by bumping the generation under the mutex,
+ * which is what makes the sleep safe from lost wake-ups; the caller then runs its own share and
+ * spins until every worker has reported back. */
 #include "core/pool.h"
 
 #include <stdlib.h>
 
 #include "core/error.h"
 #include "platform/platform.h"
+
+/* About a millisecond of spinning before a worker sleeps. */
+#define POOL_SPINS 20000
+/* Spins of the waiting caller between yields to the scheduler. */
+#define POOL_WAIT_SPINS 2000
 
 typedef struct worker {
     pool *p;
@@ -18,10 +25,11 @@ struct pool {
     int n;
     worker *workers;
     plat_mutex *mutex;
-    plat_cond *wake, *done;
-    unsigned generation;
-    int pending;
-    bool stop;
+    plat_cond *wake;
+    volatile int32_t generation; /* bumped once per job */
+    volatile int32_t pending;    /* workers still running the current job */
+    volatile int32_t stop;
+    int sleepers;                /* workers waiting on `wake`; guarded by mutex */
     pool_fn fn;
     void *ctx;
 };
@@ -29,24 +37,28 @@ struct pool {
 static void worker_main(void *arg) {
     worker *w = arg;
     pool *p = w->p;
-    unsigned seen = 0;
+    int32_t seen = 0;
     for (;;) {
-        plat_mutex_lock(p->mutex);
-        while (p->generation == seen && !p->stop)
-            plat_cond_wait(p->wake, p->mutex);
-        if (p->stop) {
+        int spins = 0;
+        int32_t g;
+        while ((g = plat_atomic_load(&p->generation)) == seen && !plat_atomic_load(&p->stop)) {
+            if (++spins < POOL_SPINS) {
+                plat_cpu_relax();
+                continue;
+            }
+            plat_mutex_lock(p->mutex);
+            p->sleepers++;
+            while (plat_atomic_load(&p->generation) == seen && !plat_atomic_load(&p->stop))
+                plat_cond_wait(p->wake, p->mutex);
+            p->sleepers--;
             plat_mutex_unlock(p->mutex);
-            return;
+            spins = 0;
         }
-        seen = p->generation;
-        pool_fn fn = p->fn;
-        void *ctx = p->ctx;
-        plat_mutex_unlock(p->mutex);
-        fn(ctx, w->ith, p->n);
-        plat_mutex_lock(p->mutex);
-        if (--p->pending == 0)
-            plat_cond_broadcast(p->done);
-        plat_mutex_unlock(p->mutex);
+        if (plat_atomic_load(&p->stop))
+            return;
+        seen = g;
+        p->fn(p->ctx, w->ith, p->n);
+        plat_atomic_add(&p->pending, -1);
     }
 }
 
@@ -60,9 +72,8 @@ brasa_status pool_create(int n_threads, pool **out, brasa_error *err) {
     p->n = n_threads;
     p->mutex = plat_mutex_create();
     p->wake = plat_cond_create();
-    p->done = plat_cond_create();
     p->workers = calloc((size_t)n_threads, sizeof *p->workers);
-    if (!p->mutex || !p->wake || !p->done || !p->workers) {
+    if (!p->mutex || !p->wake || !p->workers) {
         pool_free(p);
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     }
@@ -82,18 +93,16 @@ brasa_status pool_create(int n_threads, pool **out, brasa_error *err) {
 void pool_free(pool *p) {
     if (!p)
         return;
-    if (p->mutex) {
+    if (p->mutex && p->wake) {
         plat_mutex_lock(p->mutex);
-        p->stop = true;
-        if (p->wake)
-            plat_cond_broadcast(p->wake);
+        plat_atomic_store(&p->stop, 1);
+        plat_cond_broadcast(p->wake);
         plat_mutex_unlock(p->mutex);
     }
     for (int i = 1; p->workers && i < p->n; i++)
         plat_thread_join(p->workers[i].thread);
     free(p->workers);
     plat_cond_free(p->wake);
-    plat_cond_free(p->done);
     plat_mutex_free(p->mutex);
     free(p);
 }
@@ -107,16 +116,18 @@ void pool_run(pool *p, pool_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
-    plat_mutex_lock(p->mutex);
     p->fn = fn;
     p->ctx = ctx;
-    p->pending = p->n - 1;
-    p->generation++;
-    plat_cond_broadcast(p->wake);
+    plat_atomic_store(&p->pending, p->n - 1);
+    plat_mutex_lock(p->mutex);
+    plat_atomic_add(&p->generation, 1);
+    if (p->sleepers > 0)
+        plat_cond_broadcast(p->wake);
     plat_mutex_unlock(p->mutex);
     fn(ctx, 0, p->n);
-    plat_mutex_lock(p->mutex);
-    while (p->pending > 0)
-        plat_cond_wait(p->done, p->mutex);
-    plat_mutex_unlock(p->mutex);
+    for (int spins = 0; plat_atomic_load(&p->pending) > 0; spins++) {
+        plat_cpu_relax();
+        if (spins % POOL_WAIT_SPINS == POOL_WAIT_SPINS - 1)
+            plat_yield();
+    }
 }

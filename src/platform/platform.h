@@ -43,6 +43,14 @@ void plat_cond_broadcast(plat_cond *c);
 
 int plat_cpu_count(void);
 
+/* Sequentially consistent atomics on 32-bit integers, and the polite ways to wait: a pause hint
+ * inside a spin loop, and giving the processor to another thread. */
+int32_t plat_atomic_load(volatile int32_t *p);
+void plat_atomic_store(volatile int32_t *p, int32_t v);
+int32_t plat_atomic_add(volatile int32_t *p, int32_t delta); /* returns the new value */
+void plat_cpu_relax(void);
+void plat_yield(void);
+
 /* Ctrl-C: while installed, an interrupt sets *flag to 1 instead of ending the program. */
 void plat_interrupt_install(volatile int *flag);
 void plat_interrupt_remove(void);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <time.h>
@@ -185,4 +186,20 @@ uint64_t plat_peak_rss_bytes(void) {
 #else
     return (uint64_t)ru.ru_maxrss * 1024u; /* kilobytes on Linux and the BSDs */
 #endif
+}
+
+int32_t plat_atomic_load(volatile int32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+void plat_atomic_store(volatile int32_t *p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+int32_t plat_atomic_add(volatile int32_t *p, int32_t d) { return __atomic_add_fetch(p, d, __ATOMIC_SEQ_CST); }
+
+void plat_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+void plat_yield(void) {
+    sched_yield();
 }

@@ -184,3 +184,9 @@ uint64_t plat_peak_rss_bytes(void) {
         return 0;
     return (uint64_t)pmc.PeakWorkingSetSize;
 }
+
+int32_t plat_atomic_load(volatile int32_t *p) { return (int32_t)InterlockedCompareExchange((volatile LONG *)p, 0, 0); }
+void plat_atomic_store(volatile int32_t *p, int32_t v) { InterlockedExchange((volatile LONG *)p, (LONG)v); }
+int32_t plat_atomic_add(volatile int32_t *p, int32_t d) { return (int32_t)InterlockedAdd((volatile LONG *)p, (LONG)d); }
+void plat_cpu_relax(void) { YieldProcessor(); }
+void plat_yield(void) { SwitchToThread(); }

@@ -150,6 +150,59 @@ int main(void) {
             }
         }
     }
+    /* 8-bit activations: every path's integer products equal the scalar ones (up to float order),
+     * and stay within the quantization bound of the exact product: each activation moves by at
+     * most half its block's step d, so |error| <= sum over blocks of d/2 * sum |w_i| (+ rounding). */
+    void *act = malloc(64 * 256 * 2);
+    const cpu_kernels *all[] = { scalar, cpu_kernels_avx2() };
+    const bool all_ok[] = { true, runnable[0] };
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t type = types[ti];
+        if (!scalar->dot_q8[type])
+            continue;
+        const quant_traits *t = quant_get(type);
+        const bool k_quant = t->block_size == QK_K;
+        for (int64_t nb = 1; nb <= 24; nb += 5) {
+            const int64_t n = nb * t->block_size;
+            fill_row(type, row, n);
+            for (int64_t i = 0; i < n; i++)
+                x[i] = rnd_unit() * (i % 7 == 0 ? 8.0f : 1.0f); /* some outliers */
+            quant_dequantize(type, row, w, n);
+            double exact = 0, bound = 0, mag = 0;
+            for (int64_t i = 0; i < n; i++) {
+                exact += (double)w[i] * x[i];
+                mag += fabs((double)w[i] * x[i]);
+            }
+            if (k_quant) {
+                cpu_quantize_q8_256(x, act, n);
+                const act_q8_256 *a = act;
+                for (int64_t i = 0; i < n; i++)
+                    bound += fabs((double)w[i]) * a[i / 256].d * 0.5;
+            } else {
+                cpu_quantize_q8_32(x, act, n);
+                const act_q8_32 *a = act;
+                for (int64_t i = 0; i < n; i++)
+                    bound += fabs((double)w[i]) * a[i / 32].d * 0.5;
+            }
+            const float ref = scalar->dot_q8[type](row, act, n);
+            bool ok = fabs(ref - exact) <= bound * 1.001 + 1e-5 * mag + 1e-6;
+            for (size_t p = 1; ok && p < sizeof all / sizeof all[0]; p++) {
+                if (!all[p] || !all_ok[p] || !all[p]->dot_q8[type])
+                    continue;
+                const float got = all[p]->dot_q8[type](row, act, n);
+                ok = fabs((double)got - ref) <= 1e-5 * mag + 1e-6;
+                if (!ok)
+                    printf("FAIL %s q8 %s n=%lld: %.9g, scalar %.9g\n", all[p]->name, t->name, (long long)n, got, ref);
+            }
+            if (ok)
+                passed++;
+            else {
+                failed++;
+                printf("FAIL q8 %s n=%lld: scalar %.9g, exact %.9g, bound %.3g\n", t->name, (long long)n, ref, exact, bound);
+            }
+        }
+    }
+    free(act);
     free(row);
     free(x);
     free(w);

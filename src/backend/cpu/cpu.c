@@ -23,6 +23,9 @@ typedef struct cpu_impl {
     pool *pool;
     int n_threads;
     cpu_scratch *scratch; /* (n_threads) */
+    bool q8;              /* decode quantizes activations to 8 bits */
+    void *act;            /* the quantized activations of the current product */
+    size_t act_cap;
 } cpu_impl;
 
 struct bk_buffer {
@@ -107,6 +110,7 @@ static brasa_status cpu_get_rows(bk_device *dev, const bk_tensor *table, const i
 typedef struct matmul_job {
     const bk_tensor *w, *x, *bias, *y;
     cpu_impl *c;
+    size_t act_row_bytes; /* bytes of one token's quantized activations, 0 when not quantized */
 } matmul_job;
 
 /* Batches below this many tokens use the fused block kernels row by row; larger ones dequantize
@@ -127,7 +131,15 @@ static void matmul_part(void *ctx, int ith, int nth) {
     float *yd = y->data;
     const size_t ys = y->row_bytes / sizeof(float), xs = x->row_bytes / sizeof(float);
     float (*fused)(const void *, const float *, int64_t) = k->dot_row[w->type];
-    if (x->ne1 < MATMUL_REUSE_MIN_TOKENS && fused) {
+    if (j->act_row_bytes) {
+        /* decode with 8-bit activations: integer products inside each block */
+        float (*dot)(const void *, const void *, int64_t) = k->dot_q8[w->type];
+        for (int64_t o = lo; o < hi; o++) {
+            const char *wrow = (const char *)w->data + (size_t)o * w->row_bytes;
+            for (int64_t t = 0; t < x->ne1; t++)
+                yd[(size_t)t * ys + (size_t)o] = dot(wrow, (const char *)j->c->act + (size_t)t * j->act_row_bytes, w->ne0);
+        }
+    } else if (x->ne1 < MATMUL_REUSE_MIN_TOKENS && fused) {
         /* decode: straight from the blocks, each weight read once */
         for (int64_t o = lo; o < hi; o++) {
             const char *wrow = (const char *)w->data + (size_t)o * w->row_bytes;
@@ -162,7 +174,27 @@ static brasa_status cpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tens
     brasa_status st = reserve_scratch(c, MATMUL_ROW_TILE * (size_t)w->ne0, err);
     if (st != BRASA_OK)
         return st;
-    matmul_job job = { w, x, bias, y, c };
+    matmul_job job = { w, x, bias, y, c, 0 };
+    if (c->q8 && x->ne1 < MATMUL_REUSE_MIN_TOKENS && c->k->dot_q8[w->type]) {
+        const bool k_quant = q->block_size == QK_K;
+        job.act_row_bytes = (size_t)(w->ne0 / q->block_size) * (k_quant ? sizeof(act_q8_256) : sizeof(act_q8_32));
+        const size_t need = job.act_row_bytes * (size_t)x->ne1;
+        if (need > c->act_cap) {
+            void *p = realloc(c->act, need);
+            if (!p)
+                return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory for quantized activations");
+            c->act = p;
+            c->act_cap = need;
+        }
+        for (int64_t t = 0; t < x->ne1; t++) {
+            const float *xt = (const float *)((const char *)x->data + (size_t)t * x->row_bytes);
+            void *dst = (char *)c->act + (size_t)t * job.act_row_bytes;
+            if (k_quant)
+                cpu_quantize_q8_256(xt, dst, w->ne0);
+            else
+                cpu_quantize_q8_32(xt, dst, w->ne0);
+        }
+    }
     pool_run(c->pool, matmul_part, &job);
     return BRASA_OK;
 }
@@ -370,6 +402,7 @@ brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err) {
     dev->ops = &cpu_ops;
     dev->impl = c;
     brasa_status st = cpu_kernels_select(&c->k, err);
+    c->q8 = cpu_activations_q8();
     if (st == BRASA_OK)
         st = pool_create(n_threads, &c->pool, err);
     if (st == BRASA_OK) {
@@ -395,11 +428,13 @@ void bk_cpu_free(bk_device *dev) {
         for (int i = 0; c->scratch && i < c->n_threads; i++)
             free(c->scratch[i].data);
         free(c->scratch);
+        free(c->act);
         free(c);
     }
     free(dev);
 }
 
 const char *bk_cpu_kernels_name(const bk_device *dev) {
-    return ((const cpu_impl *)dev->impl)->k->name;
+    const cpu_impl *c = dev->impl;
+    return c->q8 ? (strcmp(c->k->name, "scalar") == 0 ? "scalar+q8" : "avx2+q8") : c->k->name;
 }

@@ -11,6 +11,25 @@
 #include "brasa.h"
 #include "quant/quant.h"
 
+/* Activations quantized to 8 bits for integer products with the weight blocks (decode). One scale
+ * per block of the weights' size, and the code sums that the formats' offsets and minimums need. */
+typedef struct act_q8_32 {
+    float d;       /* x ~ d * q */
+    int32_t sum;   /* sum of the 32 codes */
+    int8_t q[32];
+} act_q8_32;
+
+typedef struct act_q8_256 {
+    float d;
+    int16_t bsums[16]; /* sums of each 16 codes */
+    int8_t q[256];
+} act_q8_256;
+
+/* Quantizes n floats (a multiple of 32 or 256) with round-to-nearest, ties away from zero; one
+ * implementation for every path, so paths differ only in their products. */
+void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n);
+void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n);
+
 typedef struct cpu_kernels {
     const char *name;
     /* sum_i a[i] * b[i] */
@@ -23,6 +42,9 @@ typedef struct cpu_kernels {
      * the rows between threads never changes a result. */
     void (*gemm_f32)(const float *w, size_t ws, int64_t n_rows, const float *x, size_t xs, int64_t n_tok, int64_t k,
                      float *y, size_t ys);
+    /* sum_i dequant(row)[i] * dequant(xq)[i] with integer products inside each block; xq is
+     * act_q8_32 for 32-element weight blocks, act_q8_256 for K-quants. NULL where not provided. */
+    float (*dot_q8[QUANT_TYPE_COUNT])(const void *row, const void *xq, int64_t n);
 } cpu_kernels;
 
 /* What this CPU and operating system support (x86: cpuid and xgetbv). */
@@ -33,6 +55,11 @@ typedef struct cpu_features {
 void cpu_detect_features(cpu_features *f);
 /* The features as text, e.g. "avx2 fma f16c avx512f" ("none" when there are none). */
 void cpu_features_text(const cpu_features *f, char *buf, size_t size);
+
+/* Whether decode quantizes activations to 8 bits (BRASA_CPU_ACTIVATIONS=q8: about twice as fast on
+ * Qwen2.5 1.5B, logits off by 2-8% of their range) or keeps them in float (the default: exact to
+ * float rounding, matches the reference forward pass). */
+bool cpu_activations_q8(void);
 
 /* The best table this machine runs, or the one named by BRASA_CPU_KERNELS; an error when that one
  * is unknown or unsupported here. */

@@ -311,6 +311,149 @@ AVX2 static void gemm_f32(const float *w, size_t ws, int64_t n_rows, const float
             y[(size_t)t * ys + (size_t)r] = dot8(w + (size_t)r * ws, x + (size_t)t * xs, k);
 }
 
+/* ---- integer products with 8-bit activations ---- */
+
+/* Sums of u[i] * s[i] (unsigned weight codes < 128, signed activations) as 8 int32 lanes, lane k
+ * holding bytes 4k..4k+3. */
+AVX2 static inline __m256i dot_u8s8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+AVX2 static inline __m256 i32_ps(__m256i v) {
+    return _mm256_cvtepi32_ps(v);
+}
+
+AVX2 static float q8_q4_0(const void *row, const void *xq, int64_t n) {
+    const block_q4_0 *w = row;
+    const act_q8_32 *x = xq;
+    __m256 acc = _mm256_setzero_ps();
+    float corr = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float dd = h2f(w[b].d) * x[b].d;
+        const __m256i p = dot_u8s8(nibbles32(w[b].qs), _mm256_loadu_si256((const __m256i *)x[b].q));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(p), acc);
+        corr += dd * (float)(8 * x[b].sum);
+    }
+    return hsum(acc) - corr;
+}
+
+AVX2 static float q8_q4_1(const void *row, const void *xq, int64_t n) {
+    const block_q4_1 *w = row;
+    const act_q8_32 *x = xq;
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const __m256i p = dot_u8s8(nibbles32(w[b].qs), _mm256_loadu_si256((const __m256i *)x[b].q));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(p), acc);
+        mins += h2f(w[b].m) * x[b].d * (float)x[b].sum;
+    }
+    return hsum(acc) + mins;
+}
+
+AVX2 static float q8_q5_0(const void *row, const void *xq, int64_t n) {
+    const block_q5_0 *w = row;
+    const act_q8_32 *x = xq;
+    __m256 acc = _mm256_setzero_ps();
+    float corr = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float dd = h2f(w[b].d) * x[b].d;
+        const __m256i high = _mm256_and_si256(bits32(load_u32(w[b].qh)), _mm256_set1_epi8(0x10));
+        const __m256i q = _mm256_or_si256(nibbles32(w[b].qs), high);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(dot_u8s8(q, _mm256_loadu_si256((const __m256i *)x[b].q))), acc);
+        corr += dd * (float)(16 * x[b].sum);
+    }
+    return hsum(acc) - corr;
+}
+
+AVX2 static float q8_q8_0(const void *row, const void *xq, int64_t n) {
+    const block_q8_0 *w = row;
+    const act_q8_32 *x = xq;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 32; b++) {
+        const __m256i qw = _mm256_loadu_si256((const __m256i *)w[b].qs);
+        const __m256i qx = _mm256_loadu_si256((const __m256i *)x[b].q);
+        /* signed x signed: move the weights' signs onto the activations */
+        const __m256i p = dot_u8s8(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(p), acc);
+    }
+    return hsum(acc);
+}
+
+static void k_scale_min_int(int j, const uint8_t *q, int *scale, int *min) {
+    if (j < 4) {
+        *scale = q[j] & 63;
+        *min = q[j + 4] & 63;
+    } else {
+        *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+        *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
+    const block_q4_K *w = row;
+    const act_q8_256 *x = xq;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        __m256i isum = _mm256_setzero_si256();
+        int32_t im = 0;
+        for (int j = 0; j < 4; j++) {
+            int sc0, m0, sc1, m1;
+            k_scale_min_int(2 * j, w[b].scales, &sc0, &m0);
+            k_scale_min_int(2 * j + 1, w[b].scales, &sc1, &m1);
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
+            const __m256i p0 = dot_u8s8(_mm256_and_si256(raw, m4), _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j)));
+            const __m256i p1 = dot_u8s8(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
+                                        _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j + 32)));
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p0, _mm256_set1_epi32(sc0)));
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p1, _mm256_set1_epi32(sc1)));
+            im += m0 * (x[b].bsums[4 * j] + x[b].bsums[4 * j + 1]) + m1 * (x[b].bsums[4 * j + 2] + x[b].bsums[4 * j + 3]);
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(isum), acc);
+        mins += h2f(w[b].dmin) * x[b].d * (float)im;
+    }
+    return hsum(acc) - mins;
+}
+
+AVX2 static float q8_q6_K(const void *row, const void *xq, int64_t n) {
+    const block_q6_K *w = row;
+    const act_q8_256 *x = xq;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        __m256i isum = _mm256_setzero_si256();
+        int32_t offset = 0; /* the codes are stored +32: subtract 32 * sum of the activations */
+        for (int half = 0; half < 2; half++) {
+            const uint8_t *ql = w[b].ql + 64 * half;
+            const int8_t *sc = w[b].scales + 8 * half, *q8 = x[b].q + 128 * half;
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * half));
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            for (int k = 0; k < 4; k++) {
+                const __m256i p = dot_u8s8(q[k], _mm256_loadu_si256((const __m256i *)(q8 + 32 * k)));
+                /* lanes 0-3 are the first 16 values (one scale), lanes 4-7 the next 16 */
+                const __m256i scales = _mm256_setr_epi32(sc[2 * k], sc[2 * k], sc[2 * k], sc[2 * k], sc[2 * k + 1],
+                                                         sc[2 * k + 1], sc[2 * k + 1], sc[2 * k + 1]);
+                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, scales));
+                offset += sc[2 * k] * x[b].bsums[8 * half + 2 * k] + sc[2 * k + 1] * x[b].bsums[8 * half + 2 * k + 1];
+            }
+        }
+        const float dd = h2f(w[b].d) * x[b].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(isum), acc);
+        acc = _mm256_sub_ps(acc, _mm256_setr_ps(dd * (float)(32 * offset), 0, 0, 0, 0, 0, 0, 0));
+    }
+    return hsum(acc);
+}
+
 static const cpu_kernels avx2 = {
     .name = "avx2",
     .dot_f32 = dot_f32,
@@ -319,6 +462,10 @@ static const cpu_kernels avx2 = {
         [QUANT_F32] = dot_f32_row, [QUANT_F16] = dot_f16, [QUANT_Q4_0] = dot_q4_0, [QUANT_Q4_1] = dot_q4_1,
         [QUANT_Q5_0] = dot_q5_0, [QUANT_Q5_1] = dot_q5_1, [QUANT_Q8_0] = dot_q8_0, [QUANT_Q4_K] = dot_q4_K,
         [QUANT_Q5_K] = dot_q5_K, [QUANT_Q6_K] = dot_q6_K,
+    },
+    .dot_q8 = {
+        [QUANT_Q4_0] = q8_q4_0, [QUANT_Q4_1] = q8_q4_1, [QUANT_Q5_0] = q8_q5_0, [QUANT_Q8_0] = q8_q8_0,
+        [QUANT_Q4_K] = q8_q4_K, [QUANT_Q6_K] = q8_q6_K,
     },
 };
 

@@ -1,6 +1,7 @@
 /* kernels_scalar.c: the scalar path, the reference every SIMD path is tested against: block dot
  * products are literally dequantize-then-multiply, one block at a time. Also the feature detection
  * and the choice of path. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
+#include "core/f16.h"
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #define BRASA_X86 1
@@ -71,6 +73,167 @@ static void gemm_f32_scalar(const float *w, size_t ws, int64_t n_rows, const flo
             y[(size_t)t * ys + (size_t)r] = dot_f32_scalar(w + (size_t)r * ws, x + (size_t)t * xs, k);
 }
 
+/* ---- 8-bit activations ---- */
+
+static int8_t round_q(float v) {
+    float r = roundf(v);
+    return (int8_t)(r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
+}
+
+void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
+    for (int64_t b = 0; b < n / 32; b++, x += 32) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++)
+            amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+        const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+        int32_t sum = 0;
+        for (int i = 0; i < 32; i++) {
+            out[b].q[i] = round_q(x[i] * id);
+            sum += out[b].q[i];
+        }
+        out[b].d = d;
+        out[b].sum = sum;
+    }
+}
+
+void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++, x += 256) {
+        float amax = 0.0f;
+        for (int i = 0; i < 256; i++)
+            amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+        const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+        for (int g = 0; g < 16; g++) {
+            int32_t sum = 0;
+            for (int i = 0; i < 16; i++) {
+                out[b].q[16 * g + i] = round_q(x[16 * g + i] * id);
+                sum += out[b].q[16 * g + i];
+            }
+            out[b].bsums[g] = (int16_t)sum;
+        }
+        out[b].d = d;
+    }
+}
+
+/* The scalar integer products: exact integer sums per block, then the block's float scales. */
+static float dot_q8_q4_0(const void *row, const void *xq, int64_t n) {
+    const block_q4_0 *w = row;
+    const act_q8_32 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        int32_t is = 0;
+        for (int j = 0; j < 16; j++)
+            is += (w[b].qs[j] & 0x0f) * x[b].q[j] + (w[b].qs[j] >> 4) * x[b].q[j + 16];
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)(is - 8 * x[b].sum);
+    }
+    return sum;
+}
+
+static float dot_q8_q4_1(const void *row, const void *xq, int64_t n) {
+    const block_q4_1 *w = row;
+    const act_q8_32 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        int32_t is = 0;
+        for (int j = 0; j < 16; j++)
+            is += (w[b].qs[j] & 0x0f) * x[b].q[j] + (w[b].qs[j] >> 4) * x[b].q[j + 16];
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is + f16_to_f32(w[b].m) * x[b].d * (float)x[b].sum;
+    }
+    return sum;
+}
+
+static float dot_q8_q5_0(const void *row, const void *xq, int64_t n) {
+    const block_q5_0 *w = row;
+    const act_q8_32 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        uint32_t qh;
+        memcpy(&qh, w[b].qh, 4);
+        int32_t is = 0;
+        for (int j = 0; j < 16; j++) {
+            int lo = (w[b].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
+            int hi = (w[b].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+            is += lo * x[b].q[j] + hi * x[b].q[j + 16];
+        }
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)(is - 16 * x[b].sum);
+    }
+    return sum;
+}
+
+static float dot_q8_q8_0(const void *row, const void *xq, int64_t n) {
+    const block_q8_0 *w = row;
+    const act_q8_32 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        int32_t is = 0;
+        for (int j = 0; j < 32; j++)
+            is += w[b].qs[j] * x[b].q[j];
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is;
+    }
+    return sum;
+}
+
+static void k_scale_min_i(int j, const uint8_t *q, int *scale, int *min) {
+    if (j < 4) {
+        *scale = q[j] & 63;
+        *min = q[j + 4] & 63;
+    } else {
+        *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+        *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static float dot_q8_q4_K(const void *row, const void *xq, int64_t n) {
+    const block_q4_K *w = row;
+    const act_q8_256 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int32_t is = 0, im = 0;
+        for (int s = 0; s < 8; s++) {
+            int sc, m;
+            k_scale_min_i(s, w[b].scales, &sc, &m);
+            const uint8_t *q = w[b].qs + 32 * (s / 2);
+            int32_t d = 0;
+            for (int l = 0; l < 32; l++)
+                d += ((s & 1) ? q[l] >> 4 : q[l] & 0x0f) * x[b].q[32 * s + l];
+            is += sc * d;
+            im += m * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
+        }
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is - f16_to_f32(w[b].dmin) * x[b].d * (float)im;
+    }
+    return sum;
+}
+
+static float dot_q8_q6_K(const void *row, const void *xq, int64_t n) {
+    const block_q6_K *w = row;
+    const act_q8_256 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int32_t is = 0;
+        for (int half = 0; half < 2; half++) {
+            const uint8_t *ql = w[b].ql + 64 * half, *qh = w[b].qh + 32 * half;
+            const int8_t *sc = w[b].scales + 8 * half, *q8 = x[b].q + 128 * half;
+            for (int k = 0; k < 4; k++)
+                for (int g = 0; g < 2; g++) {
+                    int32_t d = 0;
+                    for (int l = 16 * g; l < 16 * g + 16; l++) {
+                        const int lowbits = k < 2 ? ql[l + 32 * (k & 1)] & 0x0f : ql[l + 32 * (k & 1)] >> 4;
+                        const int q = lowbits | (((qh[l] >> (2 * k)) & 3) << 4);
+                        d += q * q8[32 * k + l];
+                    }
+                    d -= 32 * x[b].bsums[8 * half + 2 * k + g];
+                    is += sc[2 * k + g] * d;
+                }
+        }
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is;
+    }
+    return sum;
+}
+
+bool cpu_activations_q8(void) {
+    const char *v = getenv("BRASA_CPU_ACTIVATIONS");
+    return v && strcmp(v, "q8") == 0;
+}
+
 static const cpu_kernels scalar = {
     .name = "scalar",
     .dot_f32 = dot_f32_scalar,
@@ -80,6 +243,10 @@ static const cpu_kernels scalar = {
         [QUANT_Q4_0] = dot_row_q4_0, [QUANT_Q4_1] = dot_row_q4_1, [QUANT_Q5_0] = dot_row_q5_0,
         [QUANT_Q5_1] = dot_row_q5_1, [QUANT_Q8_0] = dot_row_q8_0, [QUANT_Q4_K] = dot_row_q4_K,
         [QUANT_Q5_K] = dot_row_q5_K, [QUANT_Q6_K] = dot_row_q6_K,
+    },
+    .dot_q8 = {
+        [QUANT_Q4_0] = dot_q8_q4_0, [QUANT_Q4_1] = dot_q8_q4_1, [QUANT_Q5_0] = dot_q8_q5_0,
+        [QUANT_Q8_0] = dot_q8_q8_0, [QUANT_Q4_K] = dot_q8_q4_K, [QUANT_Q6_K] = dot_q8_q6_K,
     },
 };
 
