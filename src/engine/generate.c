@@ -39,7 +39,8 @@ static size_t held_back(const char *s, size_t n, const char *const *stop) {
 static void emit(streamer *s, size_t n) {
     if (n > 0 && s->p->on_text && !s->p->on_text(s->pending.data, n, s->p->user_data))
         s->stopped = true;
-    memmove(s->pending.data, s->pending.data + n, s->pending.len - n);
+    if (s->pending.len > n)
+        memmove(s->pending.data, s->pending.data + n, s->pending.len - n);
     s->pending.len -= n;
 }
 
