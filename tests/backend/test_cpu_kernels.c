@@ -61,18 +61,20 @@ static void fill_row(uint32_t type, uint8_t *row, int64_t n) {
 
 int main(void) {
     const cpu_kernels *scalar = cpu_kernels_scalar();
-    const cpu_kernels *paths[] = { cpu_kernels_avx2() };
+    const cpu_kernels *paths[] = { cpu_kernels_avx2(), cpu_kernels_neon() };
     cpu_features f;
     cpu_detect_features(&f);
-    const bool runnable[] = { f.avx2 && f.fma && f.f16c };
+    const bool runnable[] = { f.avx2 && f.fma && f.f16c, f.neon };
     const uint32_t types[] = { QUANT_F32, QUANT_F16, QUANT_BF16, QUANT_Q4_0, QUANT_Q4_1, QUANT_Q5_0,
                                QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K };
     int passed = 0, failed = 0, skipped = 0;
     uint8_t *row = malloc(64 * 256 * 8);
     float *x = malloc(64 * 256 * sizeof *x), *w = malloc(64 * 256 * sizeof *w);
     for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
-        if (!paths[p] || !runnable[p]) {
-            printf("skip %s: not supported by this CPU or build\n", paths[p] ? paths[p]->name : "path");
+        if (!paths[p])
+            continue; /* built for another architecture */
+        if (!runnable[p]) {
+            printf("skip %s: not supported by this CPU\n", paths[p]->name);
             skipped++;
             continue;
         }
@@ -93,6 +95,7 @@ int main(void) {
                 printf("FAIL %s dot_f32 n=%lld: scalar %.9g, %s %.9g\n", paths[p]->name, (long long)n, a, paths[p]->name, b);
             }
         }
+        printf("path %s\n", paths[p]->name);
         /* the prefill product: against scalar, and tiled outputs equal to one-at-a-time outputs
          * bit for bit (so splitting rows between threads cannot change results) */
         for (int64_t k = 5; k <= 300; k += 59) {
@@ -154,8 +157,8 @@ int main(void) {
      * and stay within the quantization bound of the exact product: each activation moves by at
      * most half its block's step d, so |error| <= sum over blocks of d/2 * sum |w_i| (+ rounding). */
     void *act = malloc(64 * 256 * 2);
-    const cpu_kernels *all[] = { scalar, cpu_kernels_avx2() };
-    const bool all_ok[] = { true, runnable[0] };
+    const cpu_kernels *all[] = { scalar, cpu_kernels_avx2(), cpu_kernels_neon() };
+    const bool all_ok[] = { true, runnable[0], runnable[1] };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const uint32_t type = types[ti];
         if (!scalar->dot_q8[type])

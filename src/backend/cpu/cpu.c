@@ -436,5 +436,7 @@ void bk_cpu_free(bk_device *dev) {
 
 const char *bk_cpu_kernels_name(const bk_device *dev) {
     const cpu_impl *c = dev->impl;
-    return c->q8 ? (strcmp(c->k->name, "scalar") == 0 ? "scalar+q8" : "avx2+q8") : c->k->name;
+    if (!c->q8)
+        return c->k->name;
+    return strcmp(c->k->name, "scalar") == 0 ? "scalar+q8" : strcmp(c->k->name, "avx2") == 0 ? "avx2+q8" : "neon+q8";
 }

@@ -1,6 +1,6 @@
 /* kernels.h: the CPU kernel table. Each instruction-set path (scalar, AVX2) fills one table with the
  * same signatures; the table is chosen once per device from the CPU's features, or forced by the
- * BRASA_CPU_KERNELS environment variable (scalar, avx2) so tests can compare every path with the
+ * BRASA_CPU_KERNELS environment variable (scalar, avx2, neon) so tests can compare every path with the
  * scalar reference on one machine. */
 #ifndef BRASA_CPU_KERNELS_H
 #define BRASA_CPU_KERNELS_H
@@ -65,8 +65,9 @@ bool cpu_activations_q8(void);
  * is unknown or unsupported here. */
 brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err);
 
-/* The paths, for tests and for cpu_kernels_select. cpu_kernels_avx2 is NULL in builds without it. */
+/* The paths, for tests and for cpu_kernels_select; NULL in builds for another architecture. */
 const cpu_kernels *cpu_kernels_scalar(void);
 const cpu_kernels *cpu_kernels_avx2(void);
+const cpu_kernels *cpu_kernels_neon(void);
 
 #endif

@@ -332,21 +332,23 @@ void cpu_features_text(const cpu_features *f, char *buf, size_t size) {
 brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err) {
     cpu_features f;
     cpu_detect_features(&f);
-    const bool avx2_ok = cpu_kernels_avx2() && f.avx2 && f.fma && f.f16c;
+    const cpu_kernels *avx2 = cpu_kernels_avx2() && f.avx2 && f.fma && f.f16c ? cpu_kernels_avx2() : NULL;
+    const cpu_kernels *neon = cpu_kernels_neon() && f.neon ? cpu_kernels_neon() : NULL;
     const char *force = getenv("BRASA_CPU_KERNELS");
     if (force && *force) {
-        if (strcmp(force, "scalar") == 0) {
-            *out = &scalar;
+        const struct { const char *name; const cpu_kernels *k; } paths[] = {
+            { "scalar", &scalar }, { "avx2", avx2 }, { "neon", neon },
+        };
+        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+            if (strcmp(force, paths[i].name) != 0)
+                continue;
+            if (!paths[i].k)
+                return err_set(err, BRASA_ERR_UNSUPPORTED, "BRASA_CPU_KERNELS=%s, but this CPU or build lacks it", force);
+            *out = paths[i].k;
             return BRASA_OK;
         }
-        if (strcmp(force, "avx2") == 0) {
-            if (!avx2_ok)
-                return err_set(err, BRASA_ERR_UNSUPPORTED, "BRASA_CPU_KERNELS=avx2, but this CPU or build lacks AVX2/FMA/F16C");
-            *out = cpu_kernels_avx2();
-            return BRASA_OK;
-        }
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_KERNELS='%.32s' is not a kernel path (scalar, avx2)", force);
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_KERNELS='%.32s' is not a kernel path (scalar, avx2, neon)", force);
     }
-    *out = avx2_ok ? cpu_kernels_avx2() : &scalar;
+    *out = avx2 ? avx2 : neon ? neon : &scalar;
     return BRASA_OK;
 }
