@@ -111,6 +111,19 @@ typedef struct block_q6_K {
 } block_q6_K;
 static_assert(sizeof(block_q6_K) == 210, "q6_K block size");
 
+/* The j-th (0..7) 6-bit scale and min of a Q4_K/Q5_K block: the first four are stored in the low 6
+ * bits of bytes 0..3 (scales) and 4..7 (mins); the last four are split into a nibble in bytes 8..11
+ * and the two top bits of bytes 0..7. Inline: the SIMD kernels call it per sub-block. */
+static inline void quant_k_scale_min(int j, const uint8_t *q, uint8_t *scale, uint8_t *min) {
+    if (j < 4) {
+        *scale = q[j] & 63;
+        *min = q[j + 4] & 63;
+    } else {
+        *scale = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+        *min = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
 typedef struct quant_traits {
     const char *name;     /* as ggml names it: "q4_K", "f16"; NULL for an unassigned number */
     int32_t block_size;   /* elements per block */

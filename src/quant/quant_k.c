@@ -4,19 +4,6 @@
 #include "core/f16.h"
 #include "quant/quant.h"
 
-/* Unpacks the j-th (0..7) 6-bit scale and min of a Q4_K/Q5_K block: the first four are stored in the
- * low 6 bits of bytes 0..3 (scales) and 4..7 (mins); the last four are split into a nibble in bytes
- * 8..11 and the two top bits of bytes 0..7. */
-static void k_scale_min(int j, const uint8_t *q, uint8_t *scale, uint8_t *min) {
-    if (j < 4) {
-        *scale = q[j] & 63;
-        *min = q[j + 4] & 63;
-    } else {
-        *scale = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-        *min = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
 void quant_dequantize_q4_K(const void *src, float *out, int64_t n) {
     const block_q4_K *b = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -24,9 +11,9 @@ void quant_dequantize_q4_K(const void *src, float *out, int64_t n) {
         const uint8_t *q = b[i].qs;
         for (int sub = 0; sub < 8; sub += 2, q += 32) {
             uint8_t sc, m;
-            k_scale_min(sub, b[i].scales, &sc, &m);
+            quant_k_scale_min(sub, b[i].scales, &sc, &m);
             const float d1 = d * (float)sc, m1 = dmin * (float)m;
-            k_scale_min(sub + 1, b[i].scales, &sc, &m);
+            quant_k_scale_min(sub + 1, b[i].scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = dmin * (float)m;
             for (int l = 0; l < 32; l++)
                 *out++ = d1 * (float)(q[l] & 0x0f) - m1;
@@ -44,9 +31,9 @@ void quant_dequantize_q5_K(const void *src, float *out, int64_t n) {
         uint8_t bit_lo = 1, bit_hi = 2; /* the fifth bits of sub-blocks 2k and 2k+1 */
         for (int sub = 0; sub < 8; sub += 2, ql += 32, bit_lo <<= 2, bit_hi <<= 2) {
             uint8_t sc, m;
-            k_scale_min(sub, b[i].scales, &sc, &m);
+            quant_k_scale_min(sub, b[i].scales, &sc, &m);
             const float d1 = d * (float)sc, m1 = dmin * (float)m;
-            k_scale_min(sub + 1, b[i].scales, &sc, &m);
+            quant_k_scale_min(sub + 1, b[i].scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = dmin * (float)m;
             for (int l = 0; l < 32; l++)
                 *out++ = d1 * (float)((ql[l] & 0x0f) + ((qh[l] & bit_lo) ? 16 : 0)) - m1;

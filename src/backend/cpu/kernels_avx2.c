@@ -146,17 +146,6 @@ AVX2 static float dot_q8_0(const void *row, const float *x, int64_t n) {
     return hsum(acc);
 }
 
-/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block (layout in quant_k.c). */
-static void k_scale_min(int j, const uint8_t *q, float *scale, float *min) {
-    if (j < 4) {
-        *scale = (float)(q[j] & 63);
-        *min = (float)(q[j + 4] & 63);
-    } else {
-        *scale = (float)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-        *min = (float)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
 AVX2 static float dot_q4_K(const void *row, const float *x, int64_t n) {
     const block_q4_K *b = row;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -165,13 +154,13 @@ AVX2 static float dot_q4_K(const void *row, const float *x, int64_t n) {
         const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
         for (int j = 0; j < 4; j++, x += 64) {
             const __m256i raw = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * j));
-            float sc0, mn0, sc1, mn1;
-            k_scale_min(2 * j, b[i].scales, &sc0, &mn0);
-            k_scale_min(2 * j + 1, b[i].scales, &sc1, &mn1);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc0), dot32(_mm256_and_si256(raw, m4), x), acc);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc1), dot32(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), x + 32), acc);
-            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * mn0), sum32(x), acc);
-            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * mn1), sum32(x + 32), acc);
+            uint8_t sc0, mn0, sc1, mn1;
+            quant_k_scale_min(2 * j, b[i].scales, &sc0, &mn0);
+            quant_k_scale_min(2 * j + 1, b[i].scales, &sc1, &mn1);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc0), dot32(_mm256_and_si256(raw, m4), x), acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc1), dot32(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), x + 32), acc);
+            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)mn0), sum32(x), acc);
+            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)mn1), sum32(x + 32), acc);
         }
     }
     return hsum(acc);
@@ -189,41 +178,46 @@ AVX2 static float dot_q5_K(const void *row, const float *x, int64_t n) {
             const __m256i bit_lo = _mm256_set1_epi8((char)(1 << (2 * j))), bit_hi = _mm256_set1_epi8((char)(1 << (2 * j + 1)));
             const __m256i h_lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_lo), bit_lo), five);
             const __m256i h_hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_hi), bit_hi), five);
-            float sc0, mn0, sc1, mn1;
-            k_scale_min(2 * j, b[i].scales, &sc0, &mn0);
-            k_scale_min(2 * j + 1, b[i].scales, &sc1, &mn1);
+            uint8_t sc0, mn0, sc1, mn1;
+            quant_k_scale_min(2 * j, b[i].scales, &sc0, &mn0);
+            quant_k_scale_min(2 * j + 1, b[i].scales, &sc1, &mn1);
             const __m256i q_lo = _mm256_or_si256(_mm256_and_si256(raw, m4), h_lo);
             const __m256i q_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h_hi);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc0), dot32(q_lo, x), acc);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc1), dot32(q_hi, x + 32), acc);
-            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * mn0), sum32(x), acc);
-            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * mn1), sum32(x + 32), acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc0), dot32(q_lo, x), acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc1), dot32(q_hi, x + 32), acc);
+            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)mn0), sum32(x), acc);
+            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)mn1), sum32(x + 32), acc);
         }
     }
     return hsum(acc);
 }
 
+/* The 128 codes of one half of a Q6_K block as 4 x 32 unsigned bytes (0..63, before the -32):
+ * value l + 32k takes a nibble of ql and bits 2k..2k+1 of qh[l]. */
+AVX2 static inline void q6_unpack(const uint8_t *ql, const uint8_t *qhp, __m256i q[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+    const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+    const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+}
+
 AVX2 static float dot_q6_K(const void *row, const float *x, int64_t n) {
     const block_q6_K *b = row;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
+    const __m256i off = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = h2f(b[i].d);
         for (int half = 0; half < 2; half++, x += 128) {
             const uint8_t *ql = b[i].ql + 64 * half, *qhp = b[i].qh + 32 * half;
             const int8_t *sc = b[i].scales + 8 * half;
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)qhp);
-            /* value l + 32k takes a nibble of ql and bits 2k..2k+1 of qh[l] */
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            q6_unpack(ql, qhp, q);
             for (int k = 0; k < 4; k++) {
                 const __m256i v = _mm256_sub_epi8(q[k], off);
                 /* 16 values per scale */
@@ -379,16 +373,6 @@ AVX2 static float q8_q8_0(const void *row, const void *xq, int64_t n) {
     return hsum(acc);
 }
 
-static void k_scale_min_int(int j, const uint8_t *q, int *scale, int *min) {
-    if (j < 4) {
-        *scale = q[j] & 63;
-        *min = q[j + 4] & 63;
-    } else {
-        *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-        *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
     const block_q4_K *w = row;
     const act_q8_256 *x = xq;
@@ -399,9 +383,9 @@ AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
         __m256i isum = _mm256_setzero_si256();
         int32_t im = 0;
         for (int j = 0; j < 4; j++) {
-            int sc0, m0, sc1, m1;
-            k_scale_min_int(2 * j, w[b].scales, &sc0, &m0);
-            k_scale_min_int(2 * j + 1, w[b].scales, &sc1, &m1);
+            uint8_t sc0, m0, sc1, m1;
+            quant_k_scale_min(2 * j, w[b].scales, &sc0, &m0);
+            quant_k_scale_min(2 * j + 1, w[b].scales, &sc1, &m1);
             const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
             const __m256i p0 = dot_u8s8(_mm256_and_si256(raw, m4), _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j)));
             const __m256i p1 = dot_u8s8(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
@@ -419,7 +403,6 @@ AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
 AVX2 static float q8_q6_K(const void *row, const void *xq, int64_t n) {
     const block_q6_K *w = row;
     const act_q8_256 *x = xq;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         __m256i isum = _mm256_setzero_si256();
@@ -427,17 +410,8 @@ AVX2 static float q8_q6_K(const void *row, const void *xq, int64_t n) {
         for (int half = 0; half < 2; half++) {
             const uint8_t *ql = w[b].ql + 64 * half;
             const int8_t *sc = w[b].scales + 8 * half, *q8 = x[b].q + 128 * half;
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * half));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            q6_unpack(ql, w[b].qh + 32 * half, q);
             for (int k = 0; k < 4; k++) {
                 const __m256i p = dot_u8s8(q[k], _mm256_loadu_si256((const __m256i *)(q8 + 32 * k)));
                 /* lanes 0-3 are the first 16 values (one scale), lanes 4-7 the next 16 */

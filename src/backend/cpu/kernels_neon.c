@@ -76,25 +76,15 @@ static float dot_q8_0(const void *row, const float *x, int64_t n) {
     return vaddvq_f32(acc);
 }
 
-static void k_scale_min(int j, const uint8_t *q, float *scale, float *min) {
-    if (j < 4) {
-        *scale = (float)(q[j] & 63);
-        *min = (float)(q[j + 4] & 63);
-    } else {
-        *scale = (float)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-        *min = (float)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
 static float dot_q4_K(const void *row, const float *x, int64_t n) {
     const block_q4_K *b = row;
     float32x4_t acc = vdupq_n_f32(0);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
         for (int j = 0; j < 4; j++, x += 64) {
-            float sc0, mn0, sc1, mn1;
-            k_scale_min(2 * j, b[i].scales, &sc0, &mn0);
-            k_scale_min(2 * j + 1, b[i].scales, &sc1, &mn1);
+            uint8_t sc0, mn0, sc1, mn1;
+            quant_k_scale_min(2 * j, b[i].scales, &sc0, &mn0);
+            quant_k_scale_min(2 * j + 1, b[i].scales, &sc1, &mn1);
             const uint8_t *q = b[i].qs + 32 * j;
             float32x4_t s0 = vdupq_n_f32(0), s1 = s0;
             for (int h = 0; h < 2; h++) {
@@ -102,10 +92,10 @@ static float dot_q4_K(const void *row, const float *x, int64_t n) {
                 s0 = vaddq_f32(s0, dot16(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), x + 16 * h));
                 s1 = vaddq_f32(s1, dot16(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), x + 32 + 16 * h));
             }
-            acc = vfmaq_f32(acc, s0, vdupq_n_f32(d * sc0));
-            acc = vfmaq_f32(acc, s1, vdupq_n_f32(d * sc1));
-            acc = vfmsq_f32(acc, vaddq_f32(sum16(x), sum16(x + 16)), vdupq_n_f32(dmin * mn0));
-            acc = vfmsq_f32(acc, vaddq_f32(sum16(x + 32), sum16(x + 48)), vdupq_n_f32(dmin * mn1));
+            acc = vfmaq_f32(acc, s0, vdupq_n_f32(d * (float)sc0));
+            acc = vfmaq_f32(acc, s1, vdupq_n_f32(d * (float)sc1));
+            acc = vfmsq_f32(acc, vaddq_f32(sum16(x), sum16(x + 16)), vdupq_n_f32(dmin * (float)mn0));
+            acc = vfmsq_f32(acc, vaddq_f32(sum16(x + 32), sum16(x + 48)), vdupq_n_f32(dmin * (float)mn1));
         }
     }
     return vaddvq_f32(acc);

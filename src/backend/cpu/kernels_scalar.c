@@ -172,16 +172,6 @@ static float dot_q8_q8_0(const void *row, const void *xq, int64_t n) {
     return sum;
 }
 
-static void k_scale_min_i(int j, const uint8_t *q, int *scale, int *min) {
-    if (j < 4) {
-        *scale = q[j] & 63;
-        *min = q[j + 4] & 63;
-    } else {
-        *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-        *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 static float dot_q8_q4_K(const void *row, const void *xq, int64_t n) {
     const block_q4_K *w = row;
     const act_q8_256 *x = xq;
@@ -189,8 +179,8 @@ static float dot_q8_q4_K(const void *row, const void *xq, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; b++) {
         int32_t is = 0, im = 0;
         for (int s = 0; s < 8; s++) {
-            int sc, m;
-            k_scale_min_i(s, w[b].scales, &sc, &m);
+            uint8_t sc, m;
+            quant_k_scale_min(s, w[b].scales, &sc, &m);
             const uint8_t *q = w[b].qs + 32 * (s / 2);
             int32_t d = 0;
             for (int l = 0; l < 32; l++)
