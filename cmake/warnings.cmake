@@ -4,6 +4,10 @@ function(brasa_warnings target)
   if(MSVC)
     target_compile_options(${target} PRIVATE /W4)
   else()
+    if(MINGW)
+      # the C99-conforming printf family, so %zu and %lld mean what they do everywhere else
+      target_compile_definitions(${target} PRIVATE __USE_MINGW_ANSI_STDIO=1)
+    endif()
     target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wstrict-prototypes
                            -Wno-unused-parameter -ffp-contract=off)
   endif()

@@ -203,7 +203,7 @@ typedef struct brasa_context brasa_context;
 typedef struct brasa_context_params {
     int32_t n_ctx;     /* tokens the KV cache holds; 0: the trained context, at most 4096 */
     int32_t n_batch;   /* prompt tokens evaluated at once; 0: 64 */
-    int32_t n_threads; /* compute threads; 0: one per core */
+    int32_t n_threads; /* compute threads; 0: one per physical core */
 } brasa_context_params;
 
 brasa_context_params brasa_context_default_params(void);
@@ -319,7 +319,7 @@ brasa_status brasa_generate(brasa_context *ctx, brasa_sampler *sampler, const br
 
 /* The CPU's SIMD features that brasa can use, space-separated ("avx2 fma f16c ..."). */
 void brasa_cpu_features(char *buf, size_t size);
-/* Logical processors. */
+/* Physical cores (the default thread count). */
 int32_t brasa_cpu_count(void);
 /* Measures main-memory read bandwidth with n_threads threads (0: all), in GB/s (1e9 bytes). Takes
  * about a second and half a gigabyte of memory for the duration. */

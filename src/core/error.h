@@ -5,7 +5,10 @@
 
 #include "brasa.h"
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW32__)
+/* MinGW's C99 printf (see __USE_MINGW_ANSI_STDIO in cmake/warnings.cmake) knows %zu and %lld */
+#define ERR_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__) || defined(__clang__)
 #define ERR_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define ERR_PRINTF(f, a)

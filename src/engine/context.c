@@ -68,7 +68,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     if (p.n_batch > 4096)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "batch of %d tokens is beyond the limit of 4096", p.n_batch);
     if (p.n_threads == 0)
-        p.n_threads = plat_cpu_count();
+        p.n_threads = plat_physical_cores(); /* hyper-threads share the vector units: no gain */
     if (p.n_threads > 1024)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d threads is beyond the limit of 1024", p.n_threads);
 

@@ -15,7 +15,7 @@ void brasa_cpu_features(char *buf, size_t size) {
 }
 
 int32_t brasa_cpu_count(void) {
-    return plat_cpu_count();
+    return plat_physical_cores();
 }
 
 uint64_t brasa_peak_memory_bytes(void) {

@@ -42,6 +42,8 @@ void plat_cond_wait(plat_cond *c, plat_mutex *m);
 void plat_cond_broadcast(plat_cond *c);
 
 int plat_cpu_count(void);
+/* Physical cores (hyper-threads counted once); the logical count where it cannot be told. */
+int plat_physical_cores(void);
 
 /* Sequentially consistent atomics on 32-bit integers, and the polite ways to wait: a pause hint
  * inside a spin loop, and giving the processor to another thread. */

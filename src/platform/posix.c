@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <fcntl.h>
@@ -202,4 +203,37 @@ void plat_cpu_relax(void) {
 
 void plat_yield(void) {
     sched_yield();
+}
+
+/* Linux: distinct (package, core) pairs in sysfs. Elsewhere, the logical count. */
+int plat_physical_cores(void) {
+    int logical = plat_cpu_count();
+    int seen = 0;
+    long ids[1024];
+    for (int cpu = 0; cpu < logical && cpu < 1024; cpu++) {
+        char path[128];
+        long core = -1, package = -1;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+        FILE *f = fopen(path, "r");
+        if (!f || fscanf(f, "%ld", &core) != 1) {
+            if (f)
+                fclose(f);
+            return logical;
+        }
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+        f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &package) != 1)
+                package = 0;
+            fclose(f);
+        }
+        long id = package * 65536 + core;
+        bool known = false;
+        for (int k = 0; k < seen && !known; k++)
+            known = ids[k] == id;
+        if (!known)
+            ids[seen++] = id;
+    }
+    return seen > 0 ? seen : logical;
 }

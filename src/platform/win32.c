@@ -190,3 +190,16 @@ void plat_atomic_store(volatile int32_t *p, int32_t v) { InterlockedExchange((vo
 int32_t plat_atomic_add(volatile int32_t *p, int32_t d) { return (int32_t)InterlockedAdd((volatile LONG *)p, (LONG)d); }
 void plat_cpu_relax(void) { YieldProcessor(); }
 void plat_yield(void) { SwitchToThread(); }
+
+int plat_physical_cores(void) {
+    DWORD bytes = 0;
+    GetLogicalProcessorInformation(NULL, &bytes);
+    SYSTEM_LOGICAL_PROCESSOR_INFORMATION *info = bytes ? malloc(bytes) : NULL;
+    int cores = 0;
+    if (info && GetLogicalProcessorInformation(info, &bytes)) {
+        for (DWORD i = 0; i < bytes / sizeof *info; i++)
+            cores += info[i].Relationship == RelationProcessorCore;
+    }
+    free(info);
+    return cores > 0 ? cores : plat_cpu_count();
+}
