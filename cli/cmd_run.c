@@ -23,7 +23,8 @@ static const char chat_usage_head[] =
     "Usage: brasa chat -m MODEL [--system TEXT] [options]\n"
     "\n"
     "An interactive chat in the terminal, in the model's chat format. Type a message and press\n"
-    "Enter; Ctrl-C stops the current reply; /reset starts over; /exit or end of input leaves.\n"
+    "Enter; Ctrl-C stops the current reply (at the prompt it quits); /reset starts over; /exit or\n"
+    "end of input leaves.\n"
     "\n"
     "  --system TEXT           a system message\n";
 
