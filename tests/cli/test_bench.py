@@ -11,16 +11,11 @@ import os
 import subprocess
 import sys
 
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import Checks  # noqa: E402
 
-
-def expect(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+CHECKS = Checks("bench")
+expect = CHECKS.expect
 
 
 def main():
@@ -60,8 +55,7 @@ def main():
     expect("bad list is a usage error", r.returncode == 2 and "comma-separated" in r.stderr, r.stderr)
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "0"], capture_output=True, text=True, timeout=60)
     expect("nothing to measure", r.returncode == 2 and "nothing to measure" in r.stderr, r.stderr)
-    print(f"bench: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":

@@ -12,21 +12,16 @@ import subprocess
 import sys
 import tempfile
 
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import Checks  # noqa: E402
+
+CHECKS = Checks("cli")
+expect = CHECKS.expect
 
 
 def run(brasa, args, stdin=b""):
     r = subprocess.run([brasa, *args], input=stdin, capture_output=True, timeout=120)
     return r.returncode, r.stdout, r.stderr
-
-
-def expect(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
 
 
 def check_exit(brasa, name, args, want_rc, want_err=None, stdin=b""):
@@ -103,8 +98,7 @@ def main():
     special = check_exit(b, "special", ["tokenize", "-m", m, "--ids", "--no-bos", "--special", "<|im_start|>"], 0).split()
     expect("control token parsed only with --special", special == [b"1"] and len(plain) > 1, f"{plain} {special}")
 
-    print(f"cli: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":

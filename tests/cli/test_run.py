@@ -14,16 +14,11 @@ import tempfile
 
 import numpy as np
 
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import Checks  # noqa: E402
 
-
-def expect(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+CHECKS = Checks("run")
+expect = CHECKS.expect
 
 
 def run(brasa, args, stdin=b""):
@@ -135,8 +130,7 @@ def main():
         rc, out, _ = run(b, [cmd, "--help"])
         expect(f"{cmd} --help", rc == 0 and f"Usage: brasa {cmd}" in out, out[:100])
 
-    print(f"run: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":

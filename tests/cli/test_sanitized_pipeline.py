@@ -15,21 +15,19 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenizer"))
 import corpus  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import Checks  # noqa: E402
+
 ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:exitcode=86:abort_on_error=0",
            UBSAN_OPTIONS="halt_on_error=1:exitcode=87:print_stacktrace=1")
-passed = failed = 0
+CHECKS = Checks("sanitized")
 
 
 def check(name, args, stdin=b"", want_rc=0, timeout=600):
-    global passed, failed
     r = subprocess.run(args, input=stdin, capture_output=True, env=ENV, timeout=timeout)
     err = r.stderr.decode("utf-8", "replace")
     bad = [k for k in ("Sanitizer", "runtime error", "LeakSanitizer") if k in err]
-    if r.returncode == want_rc and not bad:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: rc {r.returncode} (want {want_rc}) {bad} {err[-600:]}")
+    CHECKS.expect(name, r.returncode == want_rc and not bad, f"rc {r.returncode} (want {want_rc}) {bad} {err[-600:]}")
     return r.stdout
 
 
@@ -67,8 +65,7 @@ def main():
     check("run context full", [a.brasa, "run", "-m", m, "-p", "word " * 50, "--ctx", "16"], want_rc=1)
     check("chat two turns", [a.brasa, "chat", "-m", m, "-n", "6", "--temp", "0"], stdin=b"Hi\n/reset\nHello again\n/exit\n")
     check("bench", [a.brasa, "bench", "-m", m, "-p", "8", "-n", "2", "-r", "1", "--json"])
-    print(f"sanitized: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":

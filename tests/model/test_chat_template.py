@@ -22,6 +22,9 @@ import jinja2
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenizer"))
 import ref_tokenizer  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import Checks  # noqa: E402
+
 # Gemma 3's chat template, as published with the instruction-tuned models (text parts).
 GEMMA3_TEMPLATE = """{{ bos_token }}
 {%- if messages[0]['role'] == 'system' -%}
@@ -64,16 +67,8 @@ CONVERSATIONS = [
      ("user", "日本語で答えてください。")],
 ]
 
-passed = failed = 0
-
-
-def expect(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+CHECKS = Checks("chat")
+expect = CHECKS.expect
 
 
 def render_reference(template, tok, conversation, add_generation_prompt=True):
@@ -145,8 +140,7 @@ def main():
         got_markers = [i for i in (got or []) if i in specials]
         expect(f"{name} user text stays text", got is not None and got_markers == ref_markers,
                f"control tokens {got_markers} vs the format's own {ref_markers}")
-    print(f"chat: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":

@@ -21,20 +21,15 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenizer"))
 import ref_tokenizer  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import Checks  # noqa: E402
+
 TOLERANCE = 1e-4
 Q8_TOLERANCE = 0.15  # measured 2026-12-02: 0.015-0.022 (SmolLM2), 0.055-0.082 (Gemma 3) of the logit range
 Q8_TOP1 = 0.7  # measured 0.80-0.93 on the prompt below
 PROMPT = "The history of the ocean is long, and the first sailors who crossed it"
-passed = failed = 0
-
-
-def expect(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+CHECKS = Checks("paths")
+expect = CHECKS.expect
 
 
 def run(tool, model, ids, path, threads, out, activations="f32", batch=64):
@@ -94,8 +89,7 @@ def main():
                 same = next((i for i, (p, q) in enumerate(zip(greedy, base_greedy)) if p != q), len(greedy))
                 print(f"     {name} {path}+q8: top-1 agrees at {top1:.0%} of positions; greedy identical for {same} tokens")
                 print(f"     {name} {path}+q8 (token by token): max diff {rel:.2g} of the logit range")
-    print(f"paths: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":

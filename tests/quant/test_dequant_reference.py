@@ -21,6 +21,9 @@ from gguf import GGUFReader, GGMLQuantizationType as T
 from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import dequantize
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import Checks  # noqa: E402
+
 SUPPORTED = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K]
 # Where each type keeps its f16 scales (byte offsets in the block), to plant edge values there.
 SCALE_OFFSETS = {T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
@@ -28,16 +31,11 @@ SCALE_OFFSETS = {T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_
 EDGE_HALVES = [0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x3C00, 0xBC00]
 MAX_ELEMENTS = 12_000_000  # per real tensor, to keep the run short
 
-passed = failed = 0
+CHECKS = Checks("dequant")
 
 
 def report(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {what}: {detail}")
+    CHECKS.expect(what, ok, detail)
 
 
 def same_bits(a, b):
@@ -177,8 +175,7 @@ def main():
         check_dot(args.dump, tmp)
         for m in args.model:
             check_model(args.dump, tmp, m)
-    print(f"dequant: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":
