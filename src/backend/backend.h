@@ -44,6 +44,15 @@ typedef struct bk_attention_params {
     int32_t window;       /* 0: full causal; else a query at p sees keys at p - window < j <= p */
 } bk_attention_params;
 
+/* One product of a group that shares its input (see matmul_group). */
+typedef struct bk_matmul_out {
+    const bk_tensor *w;
+    const bk_tensor *bias; /* NULL for none */
+    bk_tensor *y;
+} bk_matmul_out;
+
+#define BK_MATMUL_GROUP_MAX 4
+
 /* The kernels a device provides. Every operation runs on dev, reads and writes tensors whose memory
  * dev can reach (the CPU reaches host memory, including the mapped model file) and returns a status
  * (a GPU can fail at any call). Shapes: x and y are activations with one row per token. */
@@ -60,6 +69,9 @@ typedef struct bk_device_ops {
     brasa_status (*get_rows)(bk_device *dev, const bk_tensor *table, const int32_t *ids, int64_t n, bk_tensor *y, brasa_error *err);
     /* y[t][o] = sum_i w[o][i] * x[t][i] (+ bias[o]); w: (n_out, n_in) any type, x: (n_tok, n_in), y: (n_tok, n_out) */
     brasa_status (*matmul)(bk_device *dev, const bk_tensor *w, const bk_tensor *x, const bk_tensor *bias, bk_tensor *y, brasa_error *err);
+    /* the same for n (1..BK_MATMUL_GROUP_MAX) products of one input x, e.g. q, k and v: a device
+     * can prepare x once and run them as one job, with one synchronization instead of n */
+    brasa_status (*matmul_group)(bk_device *dev, const bk_tensor *x, const bk_matmul_out *outs, int n, brasa_error *err);
     /* RMS-normalizes every group of `group` consecutive elements of x and multiplies by w (length
      * group); group = ne0 for whole rows, head_dim for per-head norms. In place allowed. */
     brasa_status (*rms_norm)(bk_device *dev, const bk_tensor *x, const bk_tensor *w, int64_t group, float eps, bk_tensor *y, brasa_error *err);

@@ -34,9 +34,10 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
     const arch_layer *l = &f->w->layers[il];
     const bk_device_ops *ops = OPS(f);
     /* projections */
-    FWD_TRY(ops->matmul(f->dev, &l->wq, in, present(&l->bq) ? &l->bq : NULL, &f->q, f->err));
-    FWD_TRY(ops->matmul(f->dev, &l->wk, in, present(&l->bk) ? &l->bk : NULL, &f->k, f->err));
-    FWD_TRY(ops->matmul(f->dev, &l->wv, in, present(&l->bv) ? &l->bv : NULL, &f->v, f->err));
+    const bk_matmul_out qkv[3] = { { &l->wq, present(&l->bq) ? &l->bq : NULL, &f->q },
+                                   { &l->wk, present(&l->bk) ? &l->bk : NULL, &f->k },
+                                   { &l->wv, present(&l->bv) ? &l->bv : NULL, &f->v } };
+    FWD_TRY(ops->matmul_group(f->dev, in, qkv, 3, f->err));
     /* per-head RMSNorm of queries and keys (gemma3, qwen3) */
     if (present(&l->q_norm))
         FWD_TRY(ops->rms_norm(f->dev, &f->q, &l->q_norm, hp->head_dim, hp->norm_eps, &f->q, f->err));
@@ -60,8 +61,8 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
 brasa_status fwd_ffn(fwd *f, int il, const bk_tensor *in, bk_tensor *out) {
     const arch_layer *l = &f->w->layers[il];
     const bk_device_ops *ops = OPS(f);
-    FWD_TRY(ops->matmul(f->dev, &l->ffn_gate, in, NULL, &f->gate, f->err));
-    FWD_TRY(ops->matmul(f->dev, &l->ffn_up, in, NULL, &f->up, f->err));
+    const bk_matmul_out gate_up[2] = { { &l->ffn_gate, NULL, &f->gate }, { &l->ffn_up, NULL, &f->up } };
+    FWD_TRY(ops->matmul_group(f->dev, in, gate_up, 2, f->err));
     FWD_TRY(ops->glu(f->dev, &f->gate, &f->up, f->hp->ffn_act, &f->gate, f->err));
     return ops->matmul(f->dev, &l->ffn_down, &f->gate, NULL, out, f->err);
 }

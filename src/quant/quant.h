@@ -124,6 +124,29 @@ static inline void quant_k_scale_min(int j, const uint8_t *q, uint8_t *scale, ui
     }
 }
 
+/* All eight at once, the same values as quant_k_scale_min, with word operations: the low six bits
+ * of bytes 0-7 hold scales 0-3 and minimums 0-3; bytes 8-11 hold the low four bits of the rest,
+ * whose top two bits sit in bits 6-7 of bytes 0-7. Out: four words whose bytes, low first, are
+ * scales 0-3, scales 4-7, minimums 0-3, minimums 4-7 (ready for a vector register). */
+static inline void quant_k_scales_words(const uint8_t *q, uint32_t out[4]) {
+    uint32_t w[3];
+    for (int i = 0; i < 3; i++) /* byte by byte: no alignment or byte-order assumption */
+        w[i] = (uint32_t)q[4 * i] | (uint32_t)q[4 * i + 1] << 8 | (uint32_t)q[4 * i + 2] << 16 | (uint32_t)q[4 * i + 3] << 24;
+    out[0] = w[0] & 0x3f3f3f3fu;
+    out[1] = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 6) & 0x03030303u) << 4;
+    out[2] = w[1] & 0x3f3f3f3fu;
+    out[3] = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 6) & 0x03030303u) << 4;
+}
+
+static inline void quant_k_scales_unpack(const uint8_t *q, uint8_t scale[8], uint8_t min[8]) {
+    uint32_t v[4];
+    quant_k_scales_words(q, v);
+    for (int i = 0; i < 8; i++) {
+        scale[i] = (uint8_t)(v[i / 4] >> 8 * (i % 4));
+        min[i] = (uint8_t)(v[2 + i / 4] >> 8 * (i % 4));
+    }
+}
+
 typedef struct quant_traits {
     const char *name;     /* as ggml names it: "q4_K", "f16"; NULL for an unassigned number */
     int32_t block_size;   /* elements per block */

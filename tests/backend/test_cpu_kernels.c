@@ -153,6 +153,26 @@ int main(void) {
             }
         }
     }
+    /* The word-wise K-quant scale unpacker equals the byte-wise one on random and extreme bytes. */
+    {
+        int bad = 0;
+        for (int iter = 0; iter < 20000; iter++) {
+            uint8_t packed[12], sc[8], mn[8];
+            for (int i = 0; i < 12; i++)
+                packed[i] = iter < 2 ? (uint8_t)(iter ? 0xff : 0) : (uint8_t)rnd();
+            quant_k_scales_unpack(packed, sc, mn);
+            for (int j = 0; j < 8; j++) {
+                uint8_t s1, m1;
+                quant_k_scale_min(j, packed, &s1, &m1);
+                bad += s1 != sc[j] || m1 != mn[j];
+            }
+        }
+        if (bad) {
+            failed++;
+            printf("FAIL quant_k_scales_unpack: %d values differ from quant_k_scale_min\n", bad);
+        } else
+            passed++;
+    }
     /* 8-bit activations: every path's integer products equal the scalar ones (up to float order),
      * and stay within the quantization bound of the exact product: each activation moves by at
      * most half its block's step d, so |error| <= sum over blocks of d/2 * sum |w_i| (+ rounding). */
@@ -168,8 +188,8 @@ int main(void) {
         for (int64_t nb = 1; nb <= 24; nb += 5) {
             const int64_t n = nb * t->block_size;
             fill_row(type, row, n);
-            for (int64_t i = 0; i < n; i++)
-                x[i] = rnd_unit() * (i % 7 == 0 ? 8.0f : 1.0f); /* some outliers */
+            for (int64_t i = 0; i < n; i++) /* some outliers; in every other row one a thousand times the rest */
+                x[i] = rnd_unit() * (i % 7 == 0 ? 8.0f : 1.0f) * (nb % 2 && i == n / 3 ? 1000.0f : 1.0f);
             quant_dequantize(type, row, w, n);
             double exact = 0, bound = 0, mag = 0;
             for (int64_t i = 0; i < n; i++) {
@@ -180,7 +200,7 @@ int main(void) {
                 cpu_quantize_q8_256(x, act, n);
                 const act_q8_256 *a = act;
                 for (int64_t i = 0; i < n; i++)
-                    bound += fabs((double)w[i]) * a[i / 256].d * 0.5;
+                    bound += fabs((double)w[i]) * a[i / 256].d * a[i / 256].s[(i % 256) / 32] * 0.5;
             } else {
                 cpu_quantize_q8_32(x, act, n);
                 const act_q8_32 *a = act;
@@ -205,6 +225,45 @@ int main(void) {
             }
         }
     }
+    /* four tokens at once: bit for bit the one-token products, on every path that has them */
+    const int64_t n4 = 6 * 256;
+    void *act4 = malloc(4 * (size_t)n4 * 2);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t type = types[ti];
+        const quant_traits *t = quant_get(type);
+        if (!scalar->dot_q8[type])
+            continue;
+        fill_row(type, row, n4);
+        const bool k_quant = t->block_size == QK_K;
+        const size_t xs = (size_t)(n4 / t->block_size) * (k_quant ? sizeof(act_q8_256) : sizeof(act_q8_32));
+        for (int tok = 0; tok < 4; tok++) {
+            for (int64_t i = 0; i < n4; i++)
+                x[i] = rnd_unit() * (i == 100 * tok + 7 ? 300.0f : 1.0f);
+            if (k_quant)
+                cpu_quantize_q8_256(x, (void *)((char *)act4 + tok * xs), n4);
+            else
+                cpu_quantize_q8_32(x, (void *)((char *)act4 + tok * xs), n4);
+        }
+        for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+            if (!all[p] || !all_ok[p] || !all[p]->dot_q8_x4[type])
+                continue;
+            float y4[4 * 3];
+            all[p]->dot_q8_x4[type](row, act4, xs, n4, y4, 3);
+            bool same = true;
+            for (int tok = 0; tok < 4; tok++) {
+                const float one = all[p]->dot_q8[type](row, (char *)act4 + tok * xs, n4);
+                if (memcmp(&one, &y4[3 * tok], sizeof one) != 0) {
+                    same = false;
+                    printf("FAIL %s q8 x4 %s token %d: %.9g, one token %.9g\n", all[p]->name, t->name, tok, y4[3 * tok], one);
+                }
+            }
+            if (same)
+                passed++;
+            else
+                failed++;
+        }
+    }
+    free(act4);
     free(act);
     free(row);
     free(x);

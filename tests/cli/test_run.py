@@ -69,8 +69,10 @@ def main():
     _, topk1, _ = run(b, [*q, "--temp", "0.9", "--top-k", "1", "--seed", "5"])
     expect("top-k 1 equals greedy", greedy == topk1 and greedy.strip() != "", f"{greedy!r} vs {topk1!r}")
 
-    # stop strings and end of turn
-    paris = ["run", "-m", m, "-p", "What is the capital of France?", "--chat", "--temp", "0", "-n", "32"]
+    # stop strings and end of turn. A 135M model is fragile: "What is the capital of France?" gets
+    # Paris with float activations but "L'Etoile, ..." with 8-bit ones, "What's the capital of
+    # France?" gets "L'Etoile" from both; this phrasing gets Paris from both.
+    paris = ["run", "-m", m, "-p", "Name the capital of France.", "--chat", "--temp", "0", "-n", "32"]
     rc, out, err = run(b, paris)
     expect("greedy answer", rc == 0 and "Paris" in out, out)
     expect("stops at end of turn", rc == 0 and "<|im_end|>" not in out and "<|im_start|>" not in out, out)
@@ -79,7 +81,7 @@ def main():
 
     # chat from standard input, two turns
     rc, out, err = run(b, ["chat", "-m", m, "--temp", "0", "-n", "32"],
-                       stdin=b"What is the capital of France?\nAnd of Spain?\n/exit\n")
+                       stdin=b"Name the capital of France.\nAnd of Spain?\n/exit\n")
     expect("chat answers", rc == 0 and "Paris" in out and "Madrid" in out, f"rc {rc}: {out!r} {err[-200:]}")
 
     # Ctrl-C stops the reply, not the program

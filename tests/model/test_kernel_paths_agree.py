@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Every CPU kernel path gives the same model output: for each path this machine runs (forced with
-BRASA_CPU_KERNELS) and thread counts 1 and 2, the logits of a real prompt stay within 1e-4 of the
-logit range of the scalar path's, and 32 greedy tokens are identical to the scalar path's.
+"""Every CPU kernel path gives the same model output, in both activation modes: for each path this
+machine runs (forced with BRASA_CPU_KERNELS) and thread counts 1 and 2, the logits of a real prompt
+stay within 1e-4 of the logit range of the scalar path's, and 32 greedy tokens are identical to
+the scalar path's.
 
-With 8-bit activations (BRASA_CPU_ACTIVATIONS=q8, opt-in) the prompt is also run one token at a
-time, so every logit comes from the integer products; their distance from the float logits is the
-accuracy cost of quantizing activations: held to Q8_TOLERANCE of the logit range, with the same
-most likely next token at Q8_TOP1 of the positions or more. Greedy text may diverge after a while.
+Float activations (BRASA_CPU_ACTIVATIONS=f32) are what the NumPy reference is compared with; the
+default 8-bit activations are checked here path against path (integer products are exact, only the
+order of float additions differs), with the prompt run both as one batch (the four-token prefill
+kernels) and one token at a time (the decode kernels), which must agree too. How far 8-bit
+activations move the output from the reference is test_forward_reference's business.
 
 Usage: test_kernel_paths_agree.py --logits-dump PATH --model GGUF [--model GGUF ...]
 """
@@ -25,14 +27,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from checks import Checks  # noqa: E402
 
 TOLERANCE = 1e-4
-Q8_TOLERANCE = 0.15  # measured 2026-12-02: 0.015-0.022 (SmolLM2), 0.055-0.082 (Gemma 3) of the logit range
-Q8_TOP1 = 0.7  # measured 0.80-0.93 on the prompt below
+Q8_PATH_KL = 0.02  # measured 2026-12-03: SmolLM2 and Gemma 3, avx2+q8 against scalar+q8, below 0.005
+
+
+def log_softmax(x):
+    m = x.max(axis=1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+
+
+def softmax(x):
+    return np.exp(log_softmax(x))
 PROMPT = "The history of the ocean is long, and the first sailors who crossed it"
 CHECKS = Checks("paths")
 expect = CHECKS.expect
 
 
-def run(tool, model, ids, path, threads, out, activations="f32", batch=64):
+def run(tool, model, ids, path, threads, out, activations, batch=64):
     env = dict(os.environ, BRASA_CPU_KERNELS=path, BRASA_CPU_ACTIVATIONS=activations)
     r = subprocess.run([tool, model, "--out", out, "--tokens", " ".join(map(str, ids)), "--greedy", "32",
                         "--threads", str(threads), "--batch", str(batch)], capture_output=True, text=True, env=env,
@@ -55,40 +65,41 @@ def main():
         for model in a.model:
             name = os.path.basename(model)
             ids = ref_tokenizer.load(model).encode(PROMPT, parse_special=False)
-            base, base_greedy, err = run(a.logits_dump, model, ids, "scalar", 1, out)
-            if base is None:
-                expect(f"{name} scalar", False, err)
-                continue
-            span = float(base.max() - base.min())
-            for path in ("scalar", "avx2"):
-                for threads in (1, 2):
-                    if path == "scalar" and threads == 1:
-                        continue
-                    got, greedy, err = run(a.logits_dump, model, ids, path, threads, out)
+            for act in ("f32", "q8"):
+                # float: every path and thread count against scalar x1. 8-bit: every run against
+                # the same path's own x1 batch run (threads and batching never change a result),
+                # and each path's against scalar's by distribution only: a float-order difference of
+                # 1e-7 can move an activation across a rounding boundary, which later layers carry.
+                ref = {}
+                for path, threads, batch in [(p, t, b) for p in ("scalar", "avx2") for t in (1, 2) for b in (64, 1)
+                                             if act == "q8" or b == 64]:
+                    got, greedy, err = run(a.logits_dump, model, ids, path, threads, out, act, batch)
                     if got is None and "lacks" in err:
                         print(f"skip {name} {path}: {err}")
-                        continue
-                    what = f"{name} {path} x{threads}"
+                        break
+                    what = f"{name} {path}+{act} x{threads}" + (" token by token" if batch == 1 else "")
                     if got is None:
                         expect(what, False, err)
                         continue
+                    key = "scalar" if act == "f32" else path
+                    if key not in ref:
+                        ref[key] = (got, greedy, float(got.max() - got.min()))
+                        if key == "scalar" or act == "f32":
+                            continue
+                        base, _, _ = ref["scalar"]
+                        vocab = got.size // len(ids)
+                        lg, lb = got.reshape(len(ids), vocab).astype(np.float64), base.reshape(len(ids), vocab).astype(np.float64)
+                        kl = float(np.mean(np.sum(softmax(lb) * (log_softmax(lb) - log_softmax(lg)), axis=1)))
+                        expect(f"{what} next-token distribution close to scalar+q8's (KL <= {Q8_PATH_KL:g})",
+                               kl <= Q8_PATH_KL, f"mean KL {kl:.2g}")
+                        print(f"     {what}: mean KL {kl:.2g} from scalar+q8")
+                        continue
+                    base, base_greedy, span = ref[key]
                     rel = float(np.abs(got - base).max()) / span
-                    expect(f"{what} logits within {TOLERANCE:g} of scalar", rel <= TOLERANCE, f"max diff {rel:.3g} of range")
-                    expect(f"{what} greedy tokens", greedy == base_greedy, f"{greedy} vs {base_greedy}")
+                    against = "scalar x1" if act == "f32" else f"{path} x1"
+                    expect(f"{what} logits within {TOLERANCE:g} of {against}", rel <= TOLERANCE, f"max diff {rel:.3g} of range")
+                    expect(f"{what} greedy tokens equal {against}'s", greedy == base_greedy, f"{greedy} vs {base_greedy}")
                     print(f"     {what}: max diff {rel:.2g} of the logit range")
-                got, greedy, err = run(a.logits_dump, model, ids, path, 2, out, "q8", 1)
-                if got is None:
-                    expect(f"{name} {path}+q8", False, err)
-                    continue
-                rel = float(np.abs(got - base).max()) / span
-                vocab = got.size // len(ids)
-                top1 = float(np.mean(got.reshape(len(ids), vocab).argmax(1) == base.reshape(len(ids), vocab).argmax(1)))
-                expect(f"{name} {path}+q8 logits within {Q8_TOLERANCE:g} of float", rel <= Q8_TOLERANCE,
-                       f"max diff {rel:.3g} of range")
-                expect(f"{name} {path}+q8 top-1 agreement", top1 >= Q8_TOP1, f"{top1:.2f}")
-                same = next((i for i, (p, q) in enumerate(zip(greedy, base_greedy)) if p != q), len(greedy))
-                print(f"     {name} {path}+q8: top-1 agrees at {top1:.0%} of positions; greedy identical for {same} tokens")
-                print(f"     {name} {path}+q8 (token by token): max diff {rel:.2g} of the logit range")
     return CHECKS.finish()
 
 

@@ -11,6 +11,7 @@
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/pool.h"
+#include "platform/platform.h"
 #include "quant/quant.h"
 
 typedef struct cpu_scratch {
@@ -107,10 +108,28 @@ static brasa_status cpu_get_rows(bk_device *dev, const bk_tensor *table, const i
     return BRASA_OK;
 }
 
+/* One product of a job: its weights, where its quantized activations are, and its share of the
+ * job's chunks of rows. */
+typedef struct matmul_item {
+    const bk_tensor *w, *bias;
+    bk_tensor *y;
+    const char *act;      /* this product's 8-bit activations, NULL when it uses the floats */
+    size_t act_offset;    /* where they start in cpu_impl.act */
+    size_t act_row_bytes; /* bytes of one token's quantized activations, 0 for none */
+    int64_t chunk0;       /* the job's first chunk index belonging to this product */
+} matmul_item;
+
+/* Products of one input, run as one pool job: threads take chunks of rows from a shared counter
+ * until none are left, so a thread that falls behind (memory contention, an interrupt) is helped by
+ * the other instead of being waited for. Each output is still computed by one thread in a fixed
+ * order, so the results do not depend on which thread takes which chunk. */
 typedef struct matmul_job {
-    const bk_tensor *w, *x, *bias, *y;
+    matmul_item items[BK_MATMUL_GROUP_MAX];
+    int n_items;
+    const bk_tensor *x;
     cpu_impl *c;
-    size_t act_row_bytes; /* bytes of one token's quantized activations, 0 when not quantized */
+    int64_t chunk_rows, n_chunks;
+    volatile int32_t next; /* the next chunk to take */
 } matmul_job;
 
 /* Batches below this many tokens use the fused block kernels row by row; larger ones dequantize
@@ -120,24 +139,41 @@ typedef struct matmul_job {
 /* Weight rows dequantized together for the prefill product (their floats stay in L1/L2). */
 #define MATMUL_ROW_TILE 2
 
-static void matmul_part(void *ctx, int ith, int nth) {
-    const matmul_job *j = ctx;
-    const bk_tensor *w = j->w, *x = j->x, *y = j->y;
+/* Chunks per thread for the largest product of a job: enough to even out the threads, few enough
+ * that taking one stays cheap next to computing it. */
+#define MATMUL_CHUNKS_PER_THREAD 8
+
+/* At most this many rows per chunk in a batch: a chunk's weight rows stay in cache while every
+ * token of the batch passes over them. */
+#define MATMUL_BATCH_CHUNK_ROWS 16
+
+static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, int64_t hi, float *rows) {
+    const bk_tensor *w = it->w, *x = j->x, *y = it->y;
     const cpu_kernels *k = j->c->k;
-    int64_t lo, hi;
-    split(w->ne1, ith, nth, &lo, &hi);
-    float *rows = j->c->scratch[ith].data;
-    const float *bias = j->bias ? (const float *)j->bias->data : NULL;
     float *yd = y->data;
     const size_t ys = y->row_bytes / sizeof(float), xs = x->row_bytes / sizeof(float);
     float (*fused)(const void *, const float *, int64_t) = k->dot_row[w->type];
-    if (j->act_row_bytes) {
+    if (it->act && x->ne1 >= MATMUL_REUSE_MIN_TOKENS) {
+        /* prefill with 8-bit activations: four tokens per weight row, the row's codes unpacked once;
+         * the chunk's rows and four tokens' activations stay in the first-level caches */
+        void (*dot4)(const void *, const void *, size_t, int64_t, float *, size_t) = k->dot_q8_x4[w->type];
+        float (*dot)(const void *, const void *, int64_t) = k->dot_q8[w->type];
+        const size_t ab = it->act_row_bytes;
+        int64_t t = 0;
+        for (; t + 4 <= x->ne1; t += 4)
+            for (int64_t o = lo; o < hi; o++)
+                dot4((const char *)w->data + (size_t)o * w->row_bytes, it->act + (size_t)t * ab, ab, w->ne0,
+                     yd + (size_t)t * ys + (size_t)o, ys);
+        for (; t < x->ne1; t++)
+            for (int64_t o = lo; o < hi; o++)
+                yd[(size_t)t * ys + (size_t)o] = dot((const char *)w->data + (size_t)o * w->row_bytes, it->act + (size_t)t * ab, w->ne0);
+    } else if (it->act) {
         /* decode with 8-bit activations: integer products inside each block */
         float (*dot)(const void *, const void *, int64_t) = k->dot_q8[w->type];
         for (int64_t o = lo; o < hi; o++) {
             const char *wrow = (const char *)w->data + (size_t)o * w->row_bytes;
             for (int64_t t = 0; t < x->ne1; t++)
-                yd[(size_t)t * ys + (size_t)o] = dot(wrow, (const char *)j->c->act + (size_t)t * j->act_row_bytes, w->ne0);
+                yd[(size_t)t * ys + (size_t)o] = dot(wrow, it->act + (size_t)t * it->act_row_bytes, w->ne0);
         }
     } else if (x->ne1 < MATMUL_REUSE_MIN_TOKENS && fused) {
         /* decode: straight from the blocks, each weight read once */
@@ -155,48 +191,140 @@ static void matmul_part(void *ctx, int ith, int nth) {
             k->gemm_f32(rows, (size_t)w->ne0, n_rows, x->data, xs, x->ne1, w->ne0, yd + o, ys);
         }
     }
-    if (bias)
+    if (it->bias) {
+        const float *bias = it->bias->data;
         for (int64_t t = 0; t < x->ne1; t++)
             for (int64_t o = lo; o < hi; o++)
                 yd[(size_t)t * ys + (size_t)o] += bias[o];
+    }
+}
+
+static void matmul_part(void *ctx, int ith, int nth) {
+    (void)nth;
+    matmul_job *j = ctx;
+    float *rows = j->c->scratch[ith].data;
+    for (;;) {
+        const int64_t chunk = (int64_t)plat_atomic_add(&j->next, 1) - 1;
+        if (chunk >= j->n_chunks)
+            return;
+        int i = j->n_items - 1;
+        while (j->items[i].chunk0 > chunk)
+            i--;
+        const matmul_item *it = &j->items[i];
+        const int64_t lo = (chunk - it->chunk0) * j->chunk_rows;
+        const int64_t hi = lo + j->chunk_rows < it->w->ne1 ? lo + j->chunk_rows : it->w->ne1;
+        matmul_rows(j, it, lo, hi, rows);
+    }
+}
+
+typedef struct quantize_job {
+    const bk_tensor *x;
+    char *out;
+    size_t row_bytes;
+    bool k_quant;
+} quantize_job;
+
+static void quantize_part(void *ctx, int ith, int nth) {
+    const quantize_job *j = ctx;
+    int64_t lo, hi;
+    split(j->x->ne1, ith, nth, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        const float *xt = (const float *)((const char *)j->x->data + (size_t)t * j->x->row_bytes);
+        void *dst = j->out + (size_t)t * j->row_bytes;
+        if (j->k_quant)
+            cpu_quantize_q8_256(xt, dst, j->x->ne0);
+        else
+            cpu_quantize_q8_32(xt, dst, j->x->ne0);
+    }
+}
+
+/* x quantized to 8 bits in one block layout (32 or 256 elements), at offset bytes into c->act;
+ * batches are split between the threads, a single token is not worth a synchronization. */
+static brasa_status quantize_activations(cpu_impl *c, const bk_tensor *x, bool k_quant, size_t offset, size_t row_bytes,
+                                         brasa_error *err) {
+    const size_t need = offset + row_bytes * (size_t)x->ne1;
+    if (need > c->act_cap) {
+        void *p = realloc(c->act, need);
+        if (!p)
+            return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory for quantized activations");
+        c->act = p;
+        c->act_cap = need;
+    }
+    quantize_job job = { x, (char *)c->act + offset, row_bytes, k_quant };
+    if (x->ne1 >= MATMUL_REUSE_MIN_TOKENS)
+        pool_run(c->pool, quantize_part, &job);
+    else
+        quantize_part(&job, 0, 1);
+    return BRASA_OK;
+}
+
+static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const bk_matmul_out *outs, int n, brasa_error *err) {
+    if (n < 1 || n > BK_MATMUL_GROUP_MAX)
+        return err_set(err, BRASA_ERR_INTERNAL, "matmul group of %d products", n);
+    cpu_impl *c = dev->impl;
+    matmul_job job = { .n_items = n, .x = x, .c = c };
+    int64_t max_in = 0, max_rows = 0;
+    for (int i = 0; i < n; i++) {
+        const bk_tensor *w = outs[i].w, *y = outs[i].y;
+        const quant_traits *q = quant_get(w->type);
+        if (!q || !q->dequantize)
+            return err_set(err, BRASA_ERR_UNSUPPORTED, "no CPU kernel for %s weights", quant_name(w->type));
+        if (x->ne0 != w->ne0 || y->ne0 != w->ne1 || y->ne1 != x->ne1)
+            return err_set(err, BRASA_ERR_INTERNAL, "matmul shapes: w %lldx%lld, x %lldx%lld, y %lldx%lld",
+                           (long long)w->ne1, (long long)w->ne0, (long long)x->ne1, (long long)x->ne0,
+                           (long long)y->ne1, (long long)y->ne0);
+        job.items[i] = (matmul_item){ .w = w, .bias = outs[i].bias, .y = outs[i].y };
+        max_in = w->ne0 > max_in ? w->ne0 : max_in;
+        max_rows = w->ne1 > max_rows ? w->ne1 : max_rows;
+    }
+    brasa_status st = reserve_scratch(c, MATMUL_ROW_TILE * (size_t)max_in, err);
+    if (st != BRASA_OK)
+        return st;
+    /* 8-bit activations: at most two layouts (32- and 256-element blocks), each quantized once */
+    const bool batch = x->ne1 >= MATMUL_REUSE_MIN_TOKENS;
+    if (c->q8) {
+        size_t offset[2] = { 0, 0 }, row_bytes[2] = { 0, 0 }, used = 0;
+        for (int i = 0; i < n; i++) {
+            const quant_traits *q = quant_get(outs[i].w->type);
+            if (!c->k->dot_q8[outs[i].w->type] || (batch && !c->k->dot_q8_x4[outs[i].w->type]))
+                continue; /* the float kernels */
+            const int kq = q->block_size == QK_K;
+            if (!row_bytes[kq]) {
+                row_bytes[kq] = (size_t)(x->ne0 / q->block_size) * (kq ? sizeof(act_q8_256) : sizeof(act_q8_32));
+                offset[kq] = used;
+                st = quantize_activations(c, x, kq, offset[kq], row_bytes[kq], err);
+                if (st != BRASA_OK)
+                    return st;
+                used += row_bytes[kq] * (size_t)x->ne1;
+            }
+            job.items[i].act_offset = offset[kq];
+            job.items[i].act_row_bytes = row_bytes[kq];
+        }
+        for (int i = 0; i < n; i++) /* c->act may have moved while growing: pointers only now */
+            if (job.items[i].act_row_bytes)
+                job.items[i].act = (const char *)c->act + job.items[i].act_offset;
+    }
+    const int64_t per = (int64_t)c->n_threads * MATMUL_CHUNKS_PER_THREAD;
+    int64_t rows = (max_rows + per - 1) / per;
+    if (batch && rows > MATMUL_BATCH_CHUNK_ROWS)
+        rows = MATMUL_BATCH_CHUNK_ROWS;
+    job.chunk_rows = (rows + MATMUL_ROW_TILE - 1) / MATMUL_ROW_TILE * MATMUL_ROW_TILE;
+    if (job.chunk_rows < MATMUL_ROW_TILE)
+        job.chunk_rows = MATMUL_ROW_TILE;
+    for (int i = 0; i < n; i++) {
+        job.items[i].chunk0 = job.n_chunks;
+        job.n_chunks += (outs[i].w->ne1 + job.chunk_rows - 1) / job.chunk_rows;
+    }
+    if (job.n_chunks > INT32_MAX / 2)
+        return err_set(err, BRASA_ERR_INTERNAL, "matmul of %lld chunks", (long long)job.n_chunks);
+    pool_run(c->pool, matmul_part, &job);
+    return BRASA_OK;
 }
 
 static brasa_status cpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tensor *x, const bk_tensor *bias, bk_tensor *y,
                                brasa_error *err) {
-    const quant_traits *q = quant_get(w->type);
-    if (!q || !q->dequantize)
-        return err_set(err, BRASA_ERR_UNSUPPORTED, "no CPU kernel for %s weights", quant_name(w->type));
-    if (x->ne0 != w->ne0 || y->ne0 != w->ne1 || y->ne1 != x->ne1)
-        return err_set(err, BRASA_ERR_INTERNAL, "matmul shapes: w %lldx%lld, x %lldx%lld, y %lldx%lld",
-                       (long long)w->ne1, (long long)w->ne0, (long long)x->ne1, (long long)x->ne0,
-                       (long long)y->ne1, (long long)y->ne0);
-    cpu_impl *c = dev->impl;
-    brasa_status st = reserve_scratch(c, MATMUL_ROW_TILE * (size_t)w->ne0, err);
-    if (st != BRASA_OK)
-        return st;
-    matmul_job job = { w, x, bias, y, c, 0 };
-    if (c->q8 && x->ne1 < MATMUL_REUSE_MIN_TOKENS && c->k->dot_q8[w->type]) {
-        const bool k_quant = q->block_size == QK_K;
-        job.act_row_bytes = (size_t)(w->ne0 / q->block_size) * (k_quant ? sizeof(act_q8_256) : sizeof(act_q8_32));
-        const size_t need = job.act_row_bytes * (size_t)x->ne1;
-        if (need > c->act_cap) {
-            void *p = realloc(c->act, need);
-            if (!p)
-                return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory for quantized activations");
-            c->act = p;
-            c->act_cap = need;
-        }
-        for (int64_t t = 0; t < x->ne1; t++) {
-            const float *xt = (const float *)((const char *)x->data + (size_t)t * x->row_bytes);
-            void *dst = (char *)c->act + (size_t)t * job.act_row_bytes;
-            if (k_quant)
-                cpu_quantize_q8_256(xt, dst, w->ne0);
-            else
-                cpu_quantize_q8_32(xt, dst, w->ne0);
-        }
-    }
-    pool_run(c->pool, matmul_part, &job);
-    return BRASA_OK;
+    const bk_matmul_out one = { w, bias, y };
+    return cpu_matmul_group(dev, x, &one, 1, err);
 }
 
 static brasa_status cpu_rms_norm(bk_device *dev, const bk_tensor *x, const bk_tensor *w, int64_t group, float eps, bk_tensor *y,
@@ -380,6 +508,7 @@ static const bk_device_ops cpu_ops = {
     .download = cpu_download,
     .get_rows = cpu_get_rows,
     .matmul = cpu_matmul,
+    .matmul_group = cpu_matmul_group,
     .rms_norm = cpu_rms_norm,
     .add = cpu_add,
     .scale = cpu_scale,
@@ -402,7 +531,8 @@ brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err) {
     dev->ops = &cpu_ops;
     dev->impl = c;
     brasa_status st = cpu_kernels_select(&c->k, err);
-    c->q8 = cpu_activations_q8();
+    if (st == BRASA_OK)
+        st = cpu_activations_q8(&c->q8, err);
     if (st == BRASA_OK)
         st = pool_create(n_threads, &c->pool, err);
     if (st == BRASA_OK) {

@@ -19,9 +19,14 @@ typedef struct act_q8_32 {
     int8_t q[32];
 } act_q8_32;
 
+/* For K-quants: one float scale per 256 and an integer scale per 32 (1..127), so that one large
+ * activation (Qwen2.5's hidden states have a few channels a hundred times the rest) does not
+ * flatten the other 255 values of its block to a few steps, while the products stay integer up to
+ * the block: x[i] ~ d * s[i / 32] * q[i]. */
 typedef struct act_q8_256 {
     float d;
-    int16_t bsums[16]; /* sums of each 16 codes */
+    int16_t bsums[16]; /* sums of each 16 codes q */
+    int16_t s[8];      /* sub-block scales */
     int8_t q[256];
 } act_q8_256;
 
@@ -45,6 +50,10 @@ typedef struct cpu_kernels {
     /* sum_i dequant(row)[i] * dequant(xq)[i] with integer products inside each block; xq is
      * act_q8_32 for 32-element weight blocks, act_q8_256 for K-quants. NULL where not provided. */
     float (*dot_q8[QUANT_TYPE_COUNT])(const void *row, const void *xq, int64_t n);
+    /* dot_q8 of one row with four tokens' activations (xq, xq + xs, ... in bytes): y[t * ys] for
+     * t < 4, bit for bit what dot_q8 gives for each, with the row's codes unpacked once (prefill).
+     * NULL where not provided. */
+    void (*dot_q8_x4[QUANT_TYPE_COUNT])(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys);
 } cpu_kernels;
 
 /* What this CPU and operating system support (x86: cpuid and xgetbv). */
@@ -56,10 +65,11 @@ void cpu_detect_features(cpu_features *f);
 /* The features as text, e.g. "avx2 fma f16c avx512f" ("none" when there are none). */
 void cpu_features_text(const cpu_features *f, char *buf, size_t size);
 
-/* Whether decode quantizes activations to 8 bits (BRASA_CPU_ACTIVATIONS=q8: about twice as fast on
- * Qwen2.5 1.5B, logits off by 2-8% of their range) or keeps them in float (the default: exact to
- * float rounding, matches the reference forward pass). */
-bool cpu_activations_q8(void);
+/* Whether the products quantize activations to 8 bits and use integer block products (the
+ * default, BRASA_CPU_ACTIVATIONS=q8: about 2.5x faster decode and 1.9x faster prefill on Qwen2.5
+ * 1.5B, perplexity within about 3%) or keep them in float (BRASA_CPU_ACTIVATIONS=f32: exact to
+ * float rounding, what the reference forward pass is compared with). Any other value is an error. */
+brasa_status cpu_activations_q8(bool *q8, brasa_error *err);
 
 /* The best table this machine runs, or the one named by BRASA_CPU_KERNELS; an error when that one
  * is unknown or unsupported here. */

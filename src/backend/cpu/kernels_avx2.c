@@ -359,6 +359,21 @@ AVX2 static float q8_q5_0(const void *row, const void *xq, int64_t n) {
     return hsum(acc) - corr;
 }
 
+AVX2 static float q8_q5_1(const void *row, const void *xq, int64_t n) {
+    const block_q5_1 *w = row;
+    const act_q8_32 *x = xq;
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const __m256i high = _mm256_and_si256(bits32(load_u32(w[b].qh)), _mm256_set1_epi8(0x10));
+        const __m256i q = _mm256_or_si256(nibbles32(w[b].qs), high);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d),
+                              i32_ps(dot_u8s8(q, _mm256_loadu_si256((const __m256i *)x[b].q))), acc);
+        mins += h2f(w[b].m) * x[b].d * (float)x[b].sum;
+    }
+    return hsum(acc) + mins;
+}
+
 AVX2 static float q8_q8_0(const void *row, const void *xq, int64_t n) {
     const block_q8_0 *w = row;
     const act_q8_32 *x = xq;
@@ -373,31 +388,99 @@ AVX2 static float q8_q8_0(const void *row, const void *xq, int64_t n) {
     return hsum(acc);
 }
 
+/* Shuffle masks that broadcast 16-bit lane j (0..7) of each 128-bit half to the whole half. */
+AVX2 static inline __m256i lane16_mask(int j) {
+    return _mm256_set1_epi16((short)((2 * j) | ((2 * j + 1) << 8)));
+}
+
+/* Broadcasts 16-bit lane a of the low half to the low half and lane b to the high half. */
+AVX2 static inline __m256i lanes16_mask(int a, int b) {
+    const short lo = (short)((2 * a) | ((2 * a + 1) << 8)), hi = (short)((2 * b) | ((2 * b + 1) << 8));
+    return _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+}
+
+/* u (codes < 64) times s (signed activations) in pairs, then times a 16-bit scale per pair: eight
+ * int32 lanes. maddubs cannot saturate here: 2 * 63 * 128 < 32768. */
+AVX2 static inline __m256i dot_scaled(__m256i u, __m256i s, __m256i scale16) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16);
+}
+
+/* An activation block's sub-scales as 16-bit lanes, each twice (s0 s0 s1 s1 ... s7 s7): one per
+ * 16 values, as the minimums and the Q6_K scales are laid out. */
+AVX2 static inline __m256i act_scales_pairs(const act_q8_256 *x) {
+    const __m128i s = _mm_loadu_si128((const __m128i *)x->s);
+    return _mm256_set_m128i(_mm_unpackhi_epi16(s, s), _mm_unpacklo_epi16(s, s));
+}
+
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 2048
+#endif
 AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
     const block_q4_K *w = row;
     const act_q8_256 *x = xq;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
+        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+        uint32_t sm[4];
+        quant_k_scales_words(w[b].scales, sm);
+        const __m128i v = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
+        /* weight scale times activation sub-scale, per 32 values (at most 63 * 127) */
+        const __m256i scales = _mm256_broadcastsi128_si256(
+            _mm_mullo_epi16(_mm_cvtepu8_epi16(v), _mm_loadu_si128((const __m128i *)x[b].s)));
+        /* minimums: each covers two 16-value sums of the activations */
+        const __m256i mins = _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)), act_scales_pairs(&x[b]));
+        const __m256i pm = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)x[b].bsums));
         __m256i isum = _mm256_setzero_si256();
-        int32_t im = 0;
         for (int j = 0; j < 4; j++) {
-            uint8_t sc0, m0, sc1, m1;
-            quant_k_scale_min(2 * j, w[b].scales, &sc0, &m0);
-            quant_k_scale_min(2 * j + 1, w[b].scales, &sc1, &m1);
             const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
-            const __m256i p0 = dot_u8s8(_mm256_and_si256(raw, m4), _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j)));
-            const __m256i p1 = dot_u8s8(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
-                                        _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j + 32)));
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p0, _mm256_set1_epi32(sc0)));
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p1, _mm256_set1_epi32(sc1)));
-            im += m0 * (x[b].bsums[4 * j] + x[b].bsums[4 * j + 1]) + m1 * (x[b].bsums[4 * j + 2] + x[b].bsums[4 * j + 3]);
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j));
+            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j + 32));
+            const __m256i p0 = dot_scaled(_mm256_and_si256(raw, m4), x0, _mm256_shuffle_epi8(scales, lane16_mask(2 * j)));
+            const __m256i p1 = dot_scaled(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), x1,
+                                          _mm256_shuffle_epi8(scales, lane16_mask(2 * j + 1)));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(isum), acc);
-        mins += h2f(w[b].dmin) * x[b].d * (float)im;
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].dmin) * x[b].d), i32_ps(pm), accm);
     }
-    return hsum(acc) - mins;
+    return hsum(_mm256_sub_ps(acc, accm));
+}
+
+AVX2 static float q8_q5_K(const void *row, const void *xq, int64_t n) {
+    const block_q5_K *w = row;
+    const act_q8_256 *x = xq;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), five = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        uint32_t sm[4];
+        quant_k_scales_words(w[b].scales, sm);
+        const __m128i v = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
+        const __m256i scales = _mm256_broadcastsi128_si256(
+            _mm_mullo_epi16(_mm_cvtepu8_epi16(v), _mm_loadu_si128((const __m128i *)x[b].s)));
+        const __m256i mins = _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)), act_scales_pairs(&x[b]));
+        const __m256i pm = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)x[b].bsums));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)w[b].qh);
+        __m256i isum = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
+            const __m256i bit_lo = _mm256_set1_epi8((char)(1 << (2 * j))), bit_hi = _mm256_set1_epi8((char)(1 << (2 * j + 1)));
+            const __m256i h_lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_lo), bit_lo), five);
+            const __m256i h_hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_hi), bit_hi), five);
+            const __m256i q_lo = _mm256_or_si256(_mm256_and_si256(raw, m4), h_lo);
+            const __m256i q_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h_hi);
+            const __m256i p0 = dot_scaled(q_lo, _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j)),
+                                          _mm256_shuffle_epi8(scales, lane16_mask(2 * j)));
+            const __m256i p1 = dot_scaled(q_hi, _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j + 32)),
+                                          _mm256_shuffle_epi8(scales, lane16_mask(2 * j + 1)));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(isum), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].dmin) * x[b].d), i32_ps(pm), accm);
+    }
+    return hsum(_mm256_sub_ps(acc, accm));
 }
 
 AVX2 static float q8_q6_K(const void *row, const void *xq, int64_t n) {
@@ -405,27 +488,228 @@ AVX2 static float q8_q6_K(const void *row, const void *xq, int64_t n) {
     const act_q8_256 *x = xq;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
-        __m256i isum = _mm256_setzero_si256();
-        int32_t offset = 0; /* the codes are stored +32: subtract 32 * sum of the activations */
-        for (int half = 0; half < 2; half++) {
-            const uint8_t *ql = w[b].ql + 64 * half;
-            const int8_t *sc = w[b].scales + 8 * half, *q8 = x[b].q + 128 * half;
-            __m256i q[4];
-            q6_unpack(ql, w[b].qh + 32 * half, q);
-            for (int k = 0; k < 4; k++) {
-                const __m256i p = dot_u8s8(q[k], _mm256_loadu_si256((const __m256i *)(q8 + 32 * k)));
-                /* lanes 0-3 are the first 16 values (one scale), lanes 4-7 the next 16 */
-                const __m256i scales = _mm256_setr_epi32(sc[2 * k], sc[2 * k], sc[2 * k], sc[2 * k], sc[2 * k + 1],
-                                                         sc[2 * k + 1], sc[2 * k + 1], sc[2 * k + 1]);
-                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, scales));
-                offset += sc[2 * k] * x[b].bsums[8 * half + 2 * k] + sc[2 * k + 1] * x[b].bsums[8 * half + 2 * k + 1];
-            }
-        }
+        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD + 192, _MM_HINT_T0);
+        /* one scale per 16 values, times the activations' sub-scale (at most 128 * 127) */
+        const __m256i sc16 = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales)),
+                                                act_scales_pairs(&x[b]));
+        /* the codes are stored +32: subtract 32 * sum of scale * activation sums */
+        const __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)x[b].bsums));
         const float dd = h2f(w[b].d) * x[b].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(isum), acc);
-        acc = _mm256_sub_ps(acc, _mm256_setr_ps(dd * (float)(32 * offset), 0, 0, 0, 0, 0, 0, 0));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(-32.0f * dd), i32_ps(off), acc);
+        for (int half = 0; half < 2; half++) {
+            /* each half in its own int32 sums: four products of up to 2 * 63 * 127 * 16256 per lane */
+            const __m256i sh = _mm256_broadcastsi128_si256(half ? _mm256_extracti128_si256(sc16, 1) : _mm256_castsi256_si128(sc16));
+            const int8_t *q8 = x[b].q + 128 * half;
+            __m256i q[4], isum = _mm256_setzero_si256();
+            q6_unpack(w[b].ql + 64 * half, w[b].qh + 32 * half, q);
+            for (int k = 0; k < 4; k++) {
+                /* bytes 0-15 take scale 2k of this half, bytes 16-31 scale 2k + 1 */
+                const __m256i s = _mm256_shuffle_epi8(sh, lanes16_mask(2 * k, 2 * k + 1));
+                isum = _mm256_add_epi32(isum, dot_scaled(q[k], _mm256_loadu_si256((const __m256i *)(q8 + 32 * k)), s));
+            }
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(isum), acc);
+        }
     }
     return hsum(acc);
+}
+
+/* ---- the same integer products for four tokens at once (prefill) ----
+ * Each weight block is unpacked once and multiplied with the four tokens' activations; every
+ * token's sums are formed exactly as in the one-token kernel above (same lanes, same order), so
+ * prefill and token-by-token decode give bit-identical outputs. */
+
+#define X4 4
+
+AVX2 static void q8x4_q4_0(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
+    const block_q4_0 *w = row;
+    const act_q8_32 *x[X4];
+    for (int t = 0; t < X4; t++)
+        x[t] = (const act_q8_32 *)((const char *)xq + t * xs);
+    __m256 acc[X4];
+    float corr[X4];
+    for (int t = 0; t < X4; t++) {
+        acc[t] = _mm256_setzero_ps();
+        corr[t] = 0.0f;
+    }
+    for (int64_t b = 0; b < n / 32; b++) {
+        const __m256i u = nibbles32(w[b].qs);
+        const float dw = h2f(w[b].d);
+        for (int t = 0; t < X4; t++) {
+            const float dd = dw * x[t][b].d;
+            const __m256i p = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b].q));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(p), acc[t]);
+            corr[t] += dd * (float)(8 * x[t][b].sum);
+        }
+    }
+    for (int t = 0; t < X4; t++)
+        y[t * ys] = hsum(acc[t]) - corr[t];
+}
+
+AVX2 static void q8x4_q4_1(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
+    const block_q4_1 *w = row;
+    const act_q8_32 *x[X4];
+    for (int t = 0; t < X4; t++)
+        x[t] = (const act_q8_32 *)((const char *)xq + t * xs);
+    __m256 acc[X4];
+    float mins[X4];
+    for (int t = 0; t < X4; t++) {
+        acc[t] = _mm256_setzero_ps();
+        mins[t] = 0.0f;
+    }
+    for (int64_t b = 0; b < n / 32; b++) {
+        const __m256i u = nibbles32(w[b].qs);
+        const float dw = h2f(w[b].d), mw = h2f(w[b].m);
+        for (int t = 0; t < X4; t++) {
+            const __m256i p = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b].q));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t][b].d), i32_ps(p), acc[t]);
+            mins[t] += mw * x[t][b].d * (float)x[t][b].sum;
+        }
+    }
+    for (int t = 0; t < X4; t++)
+        y[t * ys] = hsum(acc[t]) + mins[t];
+}
+
+AVX2 static void q8x4_q5_0(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
+    const block_q5_0 *w = row;
+    const act_q8_32 *x[X4];
+    for (int t = 0; t < X4; t++)
+        x[t] = (const act_q8_32 *)((const char *)xq + t * xs);
+    __m256 acc[X4];
+    float corr[X4];
+    for (int t = 0; t < X4; t++) {
+        acc[t] = _mm256_setzero_ps();
+        corr[t] = 0.0f;
+    }
+    for (int64_t b = 0; b < n / 32; b++) {
+        const __m256i high = _mm256_and_si256(bits32(load_u32(w[b].qh)), _mm256_set1_epi8(0x10));
+        const __m256i u = _mm256_or_si256(nibbles32(w[b].qs), high);
+        const float dw = h2f(w[b].d);
+        for (int t = 0; t < X4; t++) {
+            const float dd = dw * x[t][b].d;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b].q))), acc[t]);
+            corr[t] += dd * (float)(16 * x[t][b].sum);
+        }
+    }
+    for (int t = 0; t < X4; t++)
+        y[t * ys] = hsum(acc[t]) - corr[t];
+}
+
+AVX2 static void q8x4_q8_0(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
+    const block_q8_0 *w = row;
+    const act_q8_32 *x[X4];
+    for (int t = 0; t < X4; t++)
+        x[t] = (const act_q8_32 *)((const char *)xq + t * xs);
+    __m256 acc[X4];
+    for (int t = 0; t < X4; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 32; b++) {
+        const __m256i qw = _mm256_loadu_si256((const __m256i *)w[b].qs);
+        const __m256i aw = _mm256_sign_epi8(qw, qw);
+        const float dw = h2f(w[b].d);
+        for (int t = 0; t < X4; t++) {
+            const __m256i qx = _mm256_loadu_si256((const __m256i *)x[t][b].q);
+            const __m256i p = dot_u8s8(aw, _mm256_sign_epi8(qx, qw));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t][b].d), i32_ps(p), acc[t]);
+        }
+    }
+    for (int t = 0; t < X4; t++)
+        y[t * ys] = hsum(acc[t]);
+}
+
+AVX2 static void q8x4_q4_K(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
+    const block_q4_K *w = row;
+    const act_q8_256 *x[X4];
+    for (int t = 0; t < X4; t++)
+        x[t] = (const act_q8_256 *)((const char *)xq + t * xs);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[X4], accm[X4];
+    for (int t = 0; t < X4; t++)
+        acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        uint32_t sm[4];
+        quant_k_scales_words(w[b].scales, sm);
+        const __m128i v = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
+        const __m128i sc = _mm_cvtepu8_epi16(v);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));
+        __m256i isum[X4], scales[X4];
+        for (int t = 0; t < X4; t++) {
+            isum[t] = _mm256_setzero_si256();
+            scales[t] = _mm256_broadcastsi128_si256(_mm_mullo_epi16(sc, _mm_loadu_si128((const __m128i *)x[t][b].s)));
+        }
+        for (int j = 0; j < 4; j++) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
+            const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            for (int t = 0; t < X4; t++) {
+                const __m256i p0 = dot_scaled(lo, _mm256_loadu_si256((const __m256i *)(x[t][b].q + 64 * j)),
+                                              _mm256_shuffle_epi8(scales[t], lane16_mask(2 * j)));
+                const __m256i p1 = dot_scaled(hi, _mm256_loadu_si256((const __m256i *)(x[t][b].q + 64 * j + 32)),
+                                              _mm256_shuffle_epi8(scales[t], lane16_mask(2 * j + 1)));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
+            }
+        }
+        const float dw = h2f(w[b].d), dmw = h2f(w[b].dmin);
+        for (int t = 0; t < X4; t++) {
+            const __m256i pm = _mm256_madd_epi16(_mm256_mullo_epi16(mins, act_scales_pairs(&x[t][b])),
+                                                 _mm256_loadu_si256((const __m256i *)x[t][b].bsums));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t][b].d), i32_ps(isum[t]), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmw * x[t][b].d), i32_ps(pm), accm[t]);
+        }
+    }
+    for (int t = 0; t < X4; t++)
+        y[t * ys] = hsum(_mm256_sub_ps(acc[t], accm[t]));
+}
+
+AVX2 static void q8x4_q6_K(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
+    const block_q6_K *w = row;
+    const act_q8_256 *x[X4];
+    for (int t = 0; t < X4; t++)
+        x[t] = (const act_q8_256 *)((const char *)xq + t * xs);
+    __m256 acc[X4];
+    for (int t = 0; t < X4; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const __m256i wsc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
+        const float dw = h2f(w[b].d);
+        __m256i sc16[X4];
+        float dd[X4];
+        for (int t = 0; t < X4; t++) {
+            sc16[t] = _mm256_mullo_epi16(wsc, act_scales_pairs(&x[t][b]));
+            dd[t] = dw * x[t][b].d;
+            const __m256i off = _mm256_madd_epi16(sc16[t], _mm256_loadu_si256((const __m256i *)x[t][b].bsums));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-32.0f * dd[t]), i32_ps(off), acc[t]);
+        }
+        for (int half = 0; half < 2; half++) {
+            __m256i q[4], isum[X4];
+            q6_unpack(w[b].ql + 64 * half, w[b].qh + 32 * half, q);
+            for (int t = 0; t < X4; t++)
+                isum[t] = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++)
+                for (int t = 0; t < X4; t++) {
+                    const __m256i sh = _mm256_broadcastsi128_si256(half ? _mm256_extracti128_si256(sc16[t], 1)
+                                                                         : _mm256_castsi256_si128(sc16[t]));
+                    const __m256i s = _mm256_shuffle_epi8(sh, lanes16_mask(2 * k, 2 * k + 1));
+                    isum[t] = _mm256_add_epi32(isum[t], dot_scaled(q[k], _mm256_loadu_si256((const __m256i *)(x[t][b].q + 128 * half + 32 * k)), s));
+                }
+            for (int t = 0; t < X4; t++)
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd[t]), i32_ps(isum[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < X4; t++)
+        y[t * ys] = hsum(acc[t]);
+}
+
+/* Formats without a dedicated four-token kernel: the one-token kernel four times. */
+AVX2 static void q8x4_q5_1(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
+    for (int t = 0; t < X4; t++)
+        y[t * ys] = q8_q5_1(row, (const char *)xq + t * xs, n);
+}
+
+AVX2 static void q8x4_q5_K(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
+    for (int t = 0; t < X4; t++)
+        y[t * ys] = q8_q5_K(row, (const char *)xq + t * xs, n);
 }
 
 static const cpu_kernels avx2 = {
@@ -438,8 +722,12 @@ static const cpu_kernels avx2 = {
         [QUANT_Q5_K] = dot_q5_K, [QUANT_Q6_K] = dot_q6_K,
     },
     .dot_q8 = {
-        [QUANT_Q4_0] = q8_q4_0, [QUANT_Q4_1] = q8_q4_1, [QUANT_Q5_0] = q8_q5_0, [QUANT_Q8_0] = q8_q8_0,
-        [QUANT_Q4_K] = q8_q4_K, [QUANT_Q6_K] = q8_q6_K,
+        [QUANT_Q4_0] = q8_q4_0, [QUANT_Q4_1] = q8_q4_1, [QUANT_Q5_0] = q8_q5_0, [QUANT_Q5_1] = q8_q5_1, [QUANT_Q8_0] = q8_q8_0,
+        [QUANT_Q4_K] = q8_q4_K, [QUANT_Q5_K] = q8_q5_K, [QUANT_Q6_K] = q8_q6_K,
+    },
+    .dot_q8_x4 = {
+        [QUANT_Q4_0] = q8x4_q4_0, [QUANT_Q4_1] = q8x4_q4_1, [QUANT_Q5_0] = q8x4_q5_0, [QUANT_Q8_0] = q8x4_q8_0,
+        [QUANT_Q5_1] = q8x4_q5_1, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
     },
 };
 

@@ -98,16 +98,25 @@ void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
 
 void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256) {
-        float amax = 0.0f;
+        float amax = 0.0f, sub[8] = { 0 };
         for (int i = 0; i < 256; i++)
-            amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
-        const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+            sub[i / 32] = fabsf(x[i]) > sub[i / 32] ? fabsf(x[i]) : sub[i / 32];
+        for (int j = 0; j < 8; j++)
+            amax = sub[j] > amax ? sub[j] : amax;
+        /* the largest sub-block gets s = 127 and codes up to 127; smaller ones a smaller s */
+        const float d = amax / (127.0f * 127.0f);
+        for (int j = 0; j < 8; j++) {
+            float sj = amax > 0.0f ? ceilf(127.0f * sub[j] / amax) : 1.0f;
+            sj = sj < 1.0f ? 1.0f : sj > 127.0f ? 127.0f : sj;
+            out[b].s[j] = (int16_t)sj;
+            const float id = d > 0.0f ? 1.0f / (d * sj) : 0.0f;
+            for (int i = 32 * j; i < 32 * j + 32; i++)
+                out[b].q[i] = round_q(x[i] * id);
+        }
         for (int g = 0; g < 16; g++) {
             int32_t sum = 0;
-            for (int i = 0; i < 16; i++) {
-                out[b].q[16 * g + i] = round_q(x[16 * g + i] * id);
+            for (int i = 0; i < 16; i++)
                 sum += out[b].q[16 * g + i];
-            }
             out[b].bsums[g] = (int16_t)sum;
         }
         out[b].d = d;
@@ -159,6 +168,24 @@ static float dot_q8_q5_0(const void *row, const void *xq, int64_t n) {
     return sum;
 }
 
+static float dot_q8_q5_1(const void *row, const void *xq, int64_t n) {
+    const block_q5_1 *w = row;
+    const act_q8_32 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        uint32_t qh;
+        memcpy(&qh, w[b].qh, 4);
+        int32_t is = 0;
+        for (int j = 0; j < 16; j++) {
+            int lo = (w[b].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
+            int hi = (w[b].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+            is += lo * x[b].q[j] + hi * x[b].q[j + 16];
+        }
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is + f16_to_f32(w[b].m) * x[b].d * (float)x[b].sum;
+    }
+    return sum;
+}
+
 static float dot_q8_q8_0(const void *row, const void *xq, int64_t n) {
     const block_q8_0 *w = row;
     const act_q8_32 *x = xq;
@@ -172,12 +199,14 @@ static float dot_q8_q8_0(const void *row, const void *xq, int64_t n) {
     return sum;
 }
 
+/* K-quant products: integer sums per sub-block times the weight and activation sub-scales, summed
+ * exactly in 64 bits (a hostile file's extreme codes could overflow 32), then the block's floats. */
 static float dot_q8_q4_K(const void *row, const void *xq, int64_t n) {
     const block_q4_K *w = row;
     const act_q8_256 *x = xq;
     float sum = 0.0f;
     for (int64_t b = 0; b < n / QK_K; b++) {
-        int32_t is = 0, im = 0;
+        int64_t is = 0, im = 0;
         for (int s = 0; s < 8; s++) {
             uint8_t sc, m;
             quant_k_scale_min(s, w[b].scales, &sc, &m);
@@ -185,8 +214,31 @@ static float dot_q8_q4_K(const void *row, const void *xq, int64_t n) {
             int32_t d = 0;
             for (int l = 0; l < 32; l++)
                 d += ((s & 1) ? q[l] >> 4 : q[l] & 0x0f) * x[b].q[32 * s + l];
-            is += sc * d;
-            im += m * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
+            is += (int64_t)sc * x[b].s[s] * d;
+            im += (int64_t)m * x[b].s[s] * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
+        }
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is - f16_to_f32(w[b].dmin) * x[b].d * (float)im;
+    }
+    return sum;
+}
+
+static float dot_q8_q5_K(const void *row, const void *xq, int64_t n) {
+    const block_q5_K *w = row;
+    const act_q8_256 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int64_t is = 0, im = 0;
+        for (int s = 0; s < 8; s++) {
+            uint8_t sc, m;
+            quant_k_scale_min(s, w[b].scales, &sc, &m);
+            const uint8_t *q = w[b].qs + 32 * (s / 2);
+            int32_t d = 0;
+            for (int l = 0; l < 32; l++) {
+                const int low = (s & 1) ? q[l] >> 4 : q[l] & 0x0f;
+                d += (low | (((w[b].qh[l] >> s) & 1) << 4)) * x[b].q[32 * s + l];
+            }
+            is += (int64_t)sc * x[b].s[s] * d;
+            im += (int64_t)m * x[b].s[s] * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
         }
         sum += f16_to_f32(w[b].d) * x[b].d * (float)is - f16_to_f32(w[b].dmin) * x[b].d * (float)im;
     }
@@ -198,7 +250,7 @@ static float dot_q8_q6_K(const void *row, const void *xq, int64_t n) {
     const act_q8_256 *x = xq;
     float sum = 0.0f;
     for (int64_t b = 0; b < n / QK_K; b++) {
-        int32_t is = 0;
+        int64_t is = 0;
         for (int half = 0; half < 2; half++) {
             const uint8_t *ql = w[b].ql + 64 * half, *qh = w[b].qh + 32 * half;
             const int8_t *sc = w[b].scales + 8 * half, *q8 = x[b].q + 128 * half;
@@ -211,7 +263,7 @@ static float dot_q8_q6_K(const void *row, const void *xq, int64_t n) {
                         d += q * q8[32 * k + l];
                     }
                     d -= 32 * x[b].bsums[8 * half + 2 * k + g];
-                    is += sc[2 * k + g] * d;
+                    is += (int64_t)sc[2 * k + g] * x[b].s[4 * half + k] * d;
                 }
         }
         sum += f16_to_f32(w[b].d) * x[b].d * (float)is;
@@ -219,9 +271,31 @@ static float dot_q8_q6_K(const void *row, const void *xq, int64_t n) {
     return sum;
 }
 
-bool cpu_activations_q8(void) {
+/* Four tokens: the one-token products four times (the reference is the definition). */
+#define X4_OF(name)                                                                                        \
+    static void dot_q8x4_##name(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) { \
+        for (int t = 0; t < 4; t++)                                                                        \
+            y[(size_t)t * ys] = dot_q8_##name(row, (const char *)xq + (size_t)t * xs, n);                  \
+    }
+X4_OF(q4_0)
+X4_OF(q4_1)
+X4_OF(q5_0)
+X4_OF(q5_1)
+X4_OF(q8_0)
+X4_OF(q4_K)
+X4_OF(q5_K)
+X4_OF(q6_K)
+
+brasa_status cpu_activations_q8(bool *q8, brasa_error *err) {
     const char *v = getenv("BRASA_CPU_ACTIVATIONS");
-    return v && strcmp(v, "q8") == 0;
+    *q8 = true;
+    if (!v || !*v || strcmp(v, "q8") == 0)
+        return BRASA_OK;
+    if (strcmp(v, "f32") == 0) {
+        *q8 = false;
+        return BRASA_OK;
+    }
+    return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_ACTIVATIONS='%.32s' is not an activation type (q8, f32)", v);
 }
 
 static const cpu_kernels scalar = {
@@ -235,8 +309,13 @@ static const cpu_kernels scalar = {
         [QUANT_Q5_K] = dot_row_q5_K, [QUANT_Q6_K] = dot_row_q6_K,
     },
     .dot_q8 = {
-        [QUANT_Q4_0] = dot_q8_q4_0, [QUANT_Q4_1] = dot_q8_q4_1, [QUANT_Q5_0] = dot_q8_q5_0,
+        [QUANT_Q4_0] = dot_q8_q4_0, [QUANT_Q4_1] = dot_q8_q4_1, [QUANT_Q5_0] = dot_q8_q5_0, [QUANT_Q5_1] = dot_q8_q5_1, [QUANT_Q5_K] = dot_q8_q5_K,
         [QUANT_Q8_0] = dot_q8_q8_0, [QUANT_Q4_K] = dot_q8_q4_K, [QUANT_Q6_K] = dot_q8_q6_K,
+    },
+    .dot_q8_x4 = {
+        [QUANT_Q4_0] = dot_q8x4_q4_0, [QUANT_Q4_1] = dot_q8x4_q4_1, [QUANT_Q5_0] = dot_q8x4_q5_0,
+        [QUANT_Q5_1] = dot_q8x4_q5_1, [QUANT_Q5_K] = dot_q8x4_q5_K, [QUANT_Q8_0] = dot_q8x4_q8_0,
+        [QUANT_Q4_K] = dot_q8x4_q4_K, [QUANT_Q6_K] = dot_q8x4_q6_K,
     },
 };
 
