@@ -44,6 +44,8 @@ void plat_cond_broadcast(plat_cond *c);
 int plat_cpu_count(void);
 /* Physical cores (hyper-threads counted once); the logical count where it cannot be told. */
 int plat_physical_cores(void);
+/* Whether this aarch64 CPU and OS run the ARMv8.2 dot-product instructions (false elsewhere). */
+bool plat_arm_dotprod(void);
 
 /* Sequentially consistent atomics on 32-bit integers, and the polite ways to wait: a pause hint
  * inside a spin loop, and giving the processor to another thread. */

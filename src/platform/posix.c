@@ -15,6 +15,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 #include "core/error.h"
 
@@ -236,4 +239,14 @@ int plat_physical_cores(void) {
             ids[seen++] = id;
     }
     return seen > 0 ? seen : logical;
+}
+
+bool plat_arm_dotprod(void) {
+#if defined(__linux__) && defined(__aarch64__)
+    return (getauxval(AT_HWCAP) & (1ul << 20)) != 0; /* HWCAP_ASIMDDP */
+#elif defined(__APPLE__) && defined(__aarch64__)
+    return true; /* every Apple core has it */
+#else
+    return false;
+#endif
 }

@@ -203,3 +203,11 @@ int plat_physical_cores(void) {
     free(info);
     return cores > 0 ? cores : plat_cpu_count();
 }
+
+bool plat_arm_dotprod(void) {
+#if defined(_M_ARM64) || defined(__aarch64__)
+    return IsProcessorFeaturePresent(43) != 0; /* PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE */
+#else
+    return false;
+#endif
+}

@@ -61,10 +61,10 @@ static void fill_row(uint32_t type, uint8_t *row, int64_t n) {
 
 int main(void) {
     const cpu_kernels *scalar = cpu_kernels_scalar();
-    const cpu_kernels *paths[] = { cpu_kernels_avx2(), cpu_kernels_neon() };
+    const cpu_kernels *paths[] = { cpu_kernels_avx2(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
     cpu_features f;
     cpu_detect_features(&f);
-    const bool runnable[] = { f.avx2 && f.fma && f.f16c, f.neon };
+    const bool runnable[] = { f.avx2 && f.fma && f.f16c, f.neon, f.neon && f.dotprod };
     const uint32_t types[] = { QUANT_F32, QUANT_F16, QUANT_BF16, QUANT_Q4_0, QUANT_Q4_1, QUANT_Q5_0,
                                QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K };
     int passed = 0, failed = 0, skipped = 0;
@@ -177,8 +177,8 @@ int main(void) {
      * and stay within the quantization bound of the exact product: each activation moves by at
      * most half its block's step d, so |error| <= sum over blocks of d/2 * sum |w_i| (+ rounding). */
     void *act = malloc(64 * 256 * 2);
-    const cpu_kernels *all[] = { scalar, cpu_kernels_avx2(), cpu_kernels_neon() };
-    const bool all_ok[] = { true, runnable[0], runnable[1] };
+    const cpu_kernels *all[] = { scalar, cpu_kernels_avx2(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
+    const bool all_ok[] = { true, runnable[0], runnable[1], runnable[2] };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const uint32_t type = types[ti];
         if (!scalar->dot_q8[type])

@@ -4,6 +4,7 @@
  * use and is then reused, so the per-token path does not allocate.
  * These are the plain kernels; SIMD variants will be chosen at start-up behind the same table. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ typedef struct cpu_impl {
     bool q8;              /* decode quantizes activations to 8 bits */
     void *act;            /* the quantized activations of the current product */
     size_t act_cap;
+    char name[32]; /* the path and activation type, "avx2+q8" */
 } cpu_impl;
 
 struct bk_buffer {
@@ -534,6 +536,8 @@ brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err) {
     if (st == BRASA_OK)
         st = cpu_activations_q8(&c->q8, err);
     if (st == BRASA_OK)
+        snprintf(c->name, sizeof c->name, "%s%s", c->k->name, c->q8 ? "+q8" : "");
+    if (st == BRASA_OK)
         st = pool_create(n_threads, &c->pool, err);
     if (st == BRASA_OK) {
         c->n_threads = n_threads;
@@ -566,7 +570,5 @@ void bk_cpu_free(bk_device *dev) {
 
 const char *bk_cpu_kernels_name(const bk_device *dev) {
     const cpu_impl *c = dev->impl;
-    if (!c->q8)
-        return c->k->name;
-    return strcmp(c->k->name, "scalar") == 0 ? "scalar+q8" : strcmp(c->k->name, "avx2") == 0 ? "avx2+q8" : "neon+q8";
+    return c->name;
 }

@@ -1,6 +1,6 @@
 /* kernels.h: the CPU kernel table. Each instruction-set path (scalar, AVX2) fills one table with the
  * same signatures; the table is chosen once per device from the CPU's features, or forced by the
- * BRASA_CPU_KERNELS environment variable (scalar, avx2, neon) so tests can compare every path with the
+ * BRASA_CPU_KERNELS environment variable (scalar, avx2, neon, neon-dotprod) so tests can compare every path with the
  * scalar reference on one machine. */
 #ifndef BRASA_CPU_KERNELS_H
 #define BRASA_CPU_KERNELS_H
@@ -79,5 +79,6 @@ brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err);
 const cpu_kernels *cpu_kernels_scalar(void);
 const cpu_kernels *cpu_kernels_avx2(void);
 const cpu_kernels *cpu_kernels_neon(void);
+const cpu_kernels *cpu_kernels_neon_dotprod(void);
 
 #endif

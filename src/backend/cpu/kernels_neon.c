@@ -1,14 +1,42 @@
 /* kernels_neon.c: the NEON path for aarch64 (every ARMv8-A core has NEON, so no detection is needed
  * beyond the architecture). Same contract as the AVX2 path: block dot products straight from the
- * blocks with float activations, a register-tiled float product for prefill, and each output summed
- * in one fixed order. 8-bit activation products are not provided here yet (the float ones are used). */
+ * blocks with float activations, a register-tiled float product for prefill, integer products with
+ * 8-bit activations (kernels_neon_q8.h), and each output summed in one fixed order.
+ *
+ * kernels_neon_dotprod.c compiles this file a second time with BRASA_NEON_DOTPROD defined: the
+ * same kernels for cores with the dot-product extension (ARMv8.2 sdot), chosen at run time. */
 #include "backend/cpu/kernels.h"
 
 #if defined(__aarch64__) || defined(_M_ARM64)
+
+#if defined(BRASA_NEON_DOTPROD)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("dotprod"))), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC target("arch=armv8.2-a+dotprod")
+#endif
+#endif
+
 #include <arm_neon.h>
 #include <string.h>
 
 #include "core/f16.h"
+
+#if defined(BRASA_NEON_DOTPROD)
+#define DOT4(acc, a, b) vdotq_s32((acc), (a), (b))
+#define Q8(name) name##_dotprod
+#else
+/* Without sdot: widen the products to 16 bits (|product| <= 128 * 127, a pair <= 32512) and add
+ * pairs of pairs into the lanes, so each lane holds exactly what sdot would put there. */
+static inline int32x4_t dot4_widen(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b)), hi = vmull_high_s8(a, b);
+    return vpadalq_s16(acc, vpaddq_s16(lo, hi));
+}
+#define DOT4(acc, a, b) dot4_widen((acc), (a), (b))
+#define Q8(name) name##_neon
+#endif
+
+#include "backend/cpu/kernels_neon_q8.h"
 
 static float dot_f32(const float *a, const float *b, int64_t n) {
     float32x4_t s0 = vdupq_n_f32(0), s1 = s0, s2 = s0, s3 = s0;
@@ -185,20 +213,39 @@ static void gemm_f32(const float *w, size_t ws, int64_t n_rows, const float *x, 
             y[(size_t)t * ys + (size_t)r] = dot4(w + (size_t)r * ws, x + (size_t)t * xs, k);
 }
 
-static const cpu_kernels neon = {
-    .name = "neon",
+#if defined(BRASA_NEON_DOTPROD)
+#define NEON_NAME "neon-dotprod"
+#define NEON_TABLE neon_dotprod
+#define NEON_GETTER cpu_kernels_neon_dotprod
+#else
+#define NEON_NAME "neon"
+#define NEON_TABLE neon
+#define NEON_GETTER cpu_kernels_neon
+#endif
+
+static const cpu_kernels NEON_TABLE = {
+    .name = NEON_NAME,
     .dot_f32 = dot_f32,
     .gemm_f32 = gemm_f32,
     .dot_row = {
         [QUANT_F32] = dot_f32_row, [QUANT_Q4_0] = dot_q4_0, [QUANT_Q4_1] = dot_q4_1, [QUANT_Q8_0] = dot_q8_0,
         [QUANT_Q4_K] = dot_q4_K, [QUANT_Q6_K] = dot_q6_K,
     },
+    Q8_TABLES,
 };
 
-const cpu_kernels *cpu_kernels_neon(void) {
-    return &neon;
+const cpu_kernels *NEON_GETTER(void) {
+    return &NEON_TABLE;
 }
 
+#if defined(BRASA_NEON_DOTPROD) && defined(__clang__)
+#pragma clang attribute pop
+#endif
+
+#elif defined(BRASA_NEON_DOTPROD)
+const cpu_kernels *cpu_kernels_neon_dotprod(void) {
+    return NULL;
+}
 #else
 const cpu_kernels *cpu_kernels_neon(void) {
     return NULL;

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
+#include "platform/platform.h"
 #include "core/f16.h"
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
@@ -373,9 +374,7 @@ void cpu_detect_features(cpu_features *f) {
     }
 #elif defined(__aarch64__) || defined(_M_ARM64)
     f->neon = true;
-#if defined(__ARM_FEATURE_DOTPROD)
-    f->dotprod = true;
-#endif
+    f->dotprod = plat_arm_dotprod();
 #endif
 }
 
@@ -403,10 +402,11 @@ brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err) {
     cpu_detect_features(&f);
     const cpu_kernels *avx2 = cpu_kernels_avx2() && f.avx2 && f.fma && f.f16c ? cpu_kernels_avx2() : NULL;
     const cpu_kernels *neon = cpu_kernels_neon() && f.neon ? cpu_kernels_neon() : NULL;
+    const cpu_kernels *neon_dot = cpu_kernels_neon_dotprod() && f.neon && f.dotprod ? cpu_kernels_neon_dotprod() : NULL;
     const char *force = getenv("BRASA_CPU_KERNELS");
     if (force && *force) {
         const struct { const char *name; const cpu_kernels *k; } paths[] = {
-            { "scalar", &scalar }, { "avx2", avx2 }, { "neon", neon },
+            { "scalar", &scalar }, { "avx2", avx2 }, { "neon", neon }, { "neon-dotprod", neon_dot },
         };
         for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
             if (strcmp(force, paths[i].name) != 0)
@@ -416,8 +416,8 @@ brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err) {
             *out = paths[i].k;
             return BRASA_OK;
         }
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_KERNELS='%.32s' is not a kernel path (scalar, avx2, neon)", force);
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_KERNELS='%.32s' is not a kernel path (scalar, avx2, neon, neon-dotprod)", force);
     }
-    *out = avx2 ? avx2 : neon ? neon : &scalar;
+    *out = avx2 ? avx2 : neon_dot ? neon_dot : neon ? neon : &scalar;
     return BRASA_OK;
 }

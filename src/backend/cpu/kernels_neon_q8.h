@@ -1,0 +1,209 @@
+/* kernels_neon_q8.h: the NEON integer products with 8-bit activations, written once and compiled
+ * twice: by kernels_neon.c for every ARMv8-A core (DOT4 widens with vmull/vpadal) and by
+ * kernels_neon_dotprod.c for cores with the dot-product extension (DOT4 is one sdot). Integer sums
+ * are exact either way and the float steps are the same, so both give bit-identical results.
+ *
+ * Before including: DOT4(acc, a, b) adds the four 4-byte dot products of int8x16 a and b to the
+ * int32x4 acc, and Q8(name) gives a kernel its path's name. */
+#include <arm_neon.h>
+#include <string.h>
+
+#include "core/f16.h"
+
+/* 32 codes (two int8x16) times 32 activations: int32x4 partial sums. */
+static inline int32x4_t Q8(dot32)(int8x16_t w0, int8x16_t w1, const int8_t *x) {
+    return DOT4(DOT4(vdupq_n_s32(0), w0, vld1q_s8(x)), w1, vld1q_s8(x + 16));
+}
+
+/* Bit j of the 16 bits as byte j: 0x10 where set (the fifth bit of Q5 codes). */
+static inline uint8x16_t Q8(bit5)(uint32_t bits16) {
+    static const uint8_t pick[16] = { 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128 };
+    const uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)bits16), vdup_n_u8((uint8_t)(bits16 >> 8)));
+    return vandq_u8(vtstq_u8(v, vld1q_u8(pick)), vdupq_n_u8(0x10));
+}
+
+static float Q8(q8_q4_0)(const void *row, const void *xq, int64_t n) {
+    const block_q4_0 *w = row;
+    const act_q8_32 *x = xq;
+    float32x4_t acc = vdupq_n_f32(0);
+    float corr = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8x16_t raw = vld1q_u8(w[b].qs);
+        const int32x4_t p = Q8(dot32)(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), x[b].q);
+        const float dd = f16_to_f32(w[b].d) * x[b].d;
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(p), vdupq_n_f32(dd));
+        corr += dd * (float)(8 * x[b].sum);
+    }
+    return vaddvq_f32(acc) - corr;
+}
+
+static float Q8(q8_q4_1)(const void *row, const void *xq, int64_t n) {
+    const block_q4_1 *w = row;
+    const act_q8_32 *x = xq;
+    float32x4_t acc = vdupq_n_f32(0);
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8x16_t raw = vld1q_u8(w[b].qs);
+        const int32x4_t p = Q8(dot32)(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), x[b].q);
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(p), vdupq_n_f32(f16_to_f32(w[b].d) * x[b].d));
+        mins += f16_to_f32(w[b].m) * x[b].d * (float)x[b].sum;
+    }
+    return vaddvq_f32(acc) + mins;
+}
+
+/* Q5_0 / Q5_1 codes of one block: low nibbles (elements 0-15) and high ones (16-31), fifth bits added. */
+static inline void Q8(q5_codes)(const uint8_t *qs, const uint8_t *qhp, int8x16_t *lo, int8x16_t *hi) {
+    uint32_t qh;
+    memcpy(&qh, qhp, 4);
+    const uint8x16_t raw = vld1q_u8(qs);
+    *lo = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0f)), Q8(bit5)(qh & 0xffff)));
+    *hi = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(raw, 4), Q8(bit5)(qh >> 16)));
+}
+
+static float Q8(q8_q5_0)(const void *row, const void *xq, int64_t n) {
+    const block_q5_0 *w = row;
+    const act_q8_32 *x = xq;
+    float32x4_t acc = vdupq_n_f32(0);
+    float corr = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        int8x16_t lo, hi;
+        Q8(q5_codes)(w[b].qs, w[b].qh, &lo, &hi);
+        const float dd = f16_to_f32(w[b].d) * x[b].d;
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(Q8(dot32)(lo, hi, x[b].q)), vdupq_n_f32(dd));
+        corr += dd * (float)(16 * x[b].sum);
+    }
+    return vaddvq_f32(acc) - corr;
+}
+
+static float Q8(q8_q5_1)(const void *row, const void *xq, int64_t n) {
+    const block_q5_1 *w = row;
+    const act_q8_32 *x = xq;
+    float32x4_t acc = vdupq_n_f32(0);
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++) {
+        int8x16_t lo, hi;
+        Q8(q5_codes)(w[b].qs, w[b].qh, &lo, &hi);
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(Q8(dot32)(lo, hi, x[b].q)), vdupq_n_f32(f16_to_f32(w[b].d) * x[b].d));
+        mins += f16_to_f32(w[b].m) * x[b].d * (float)x[b].sum;
+    }
+    return vaddvq_f32(acc) + mins;
+}
+
+static float Q8(q8_q8_0)(const void *row, const void *xq, int64_t n) {
+    const block_q8_0 *w = row;
+    const act_q8_32 *x = xq;
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t b = 0; b < n / 32; b++) {
+        const int32x4_t p = Q8(dot32)(vld1q_s8(w[b].qs), vld1q_s8(w[b].qs + 16), x[b].q);
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(p), vdupq_n_f32(f16_to_f32(w[b].d) * x[b].d));
+    }
+    return vaddvq_f32(acc);
+}
+
+/* Q4_K and Q5_K: per sub-block of 32, the integer dot times (weight scale x activation sub-scale,
+ * at most 63 * 127) into int32 lanes (each lane sums 8 products per sub-block: below 2^31 over a
+ * block), one float step per block. */
+static float Q8(q8_q45_K)(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, uint16_t d, uint16_t dmin,
+                          const act_q8_256 *x, float32x4_t *acc) {
+    uint8_t sc[8], mn[8];
+    quant_k_scales_unpack(scales, sc, mn);
+    const uint8x16_t qh0 = qh ? vld1q_u8(qh) : vdupq_n_u8(0), qh1 = qh ? vld1q_u8(qh + 16) : vdupq_n_u8(0);
+    int32x4_t isum = vdupq_n_s32(0);
+    int32_t im = 0;
+    for (int s = 0; s < 8; s++) {
+        const uint8_t *q = qs + 32 * (s / 2);
+        uint8x16_t a = vld1q_u8(q), c = vld1q_u8(q + 16);
+        a = (s & 1) ? vshrq_n_u8(a, 4) : vandq_u8(a, vdupq_n_u8(0x0f));
+        c = (s & 1) ? vshrq_n_u8(c, 4) : vandq_u8(c, vdupq_n_u8(0x0f));
+        if (qh) { /* Q5_K: bit s of qh[l] is the fifth bit of element l of sub-block s */
+            const uint8x16_t bit = vdupq_n_u8((uint8_t)(1u << s)), five = vdupq_n_u8(0x10);
+            a = vorrq_u8(a, vandq_u8(vtstq_u8(qh0, bit), five));
+            c = vorrq_u8(c, vandq_u8(vtstq_u8(qh1, bit), five));
+        }
+        const int32x4_t p = Q8(dot32)(vreinterpretq_s8_u8(a), vreinterpretq_s8_u8(c), x->q + 32 * s);
+        isum = vmlaq_n_s32(isum, p, (int32_t)sc[s] * x->s[s]);
+        im += (int32_t)mn[s] * x->s[s] * (x->bsums[2 * s] + x->bsums[2 * s + 1]);
+    }
+    *acc = vfmaq_f32(*acc, vcvtq_f32_s32(isum), vdupq_n_f32(f16_to_f32(d) * x->d));
+    return f16_to_f32(dmin) * x->d * (float)im;
+}
+
+static float Q8(q8_q4_K)(const void *row, const void *xq, int64_t n) {
+    const block_q4_K *w = row;
+    const act_q8_256 *x = xq;
+    float32x4_t acc = vdupq_n_f32(0);
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++)
+        mins += Q8(q8_q45_K)(w[b].scales, w[b].qs, NULL, w[b].d, w[b].dmin, &x[b], &acc);
+    return vaddvq_f32(acc) - mins;
+}
+
+static float Q8(q8_q5_K)(const void *row, const void *xq, int64_t n) {
+    const block_q5_K *w = row;
+    const act_q8_256 *x = xq;
+    float32x4_t acc = vdupq_n_f32(0);
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++)
+        mins += Q8(q8_q45_K)(w[b].scales, w[b].qs, w[b].qh, w[b].d, w[b].dmin, &x[b], &acc);
+    return vaddvq_f32(acc) - mins;
+}
+
+/* Q6_K: sixteen groups of 16 with their own scale; each group's dot (at most 16 * 63 * 127) is
+ * reduced to one number and scaled in 64 bits, as products of up to 16256 could overflow 32. */
+static float Q8(q8_q6_K)(const void *row, const void *xq, int64_t n) {
+    const block_q6_K *w = row;
+    const act_q8_256 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int64_t is = 0;
+        for (int half = 0; half < 2; half++) {
+            const uint8_t *ql = w[b].ql + 64 * half, *qh = w[b].qh + 32 * half;
+            const int8_t *sc = w[b].scales + 8 * half, *q8 = x[b].q + 128 * half;
+            for (int g = 0; g < 2; g++) { /* elements l in 16g .. 16g+15 of each quarter */
+                const uint8x16_t l0 = vld1q_u8(ql + 16 * g), l1 = vld1q_u8(ql + 32 + 16 * g), h = vld1q_u8(qh + 16 * g);
+                const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(3);
+                uint8x16_t q[4];
+                q[0] = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(h, m2), 4));
+                q[1] = vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 2), m2), 4));
+                q[2] = vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 4), m2), 4));
+                q[3] = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(h, 6), 4));
+                for (int k = 0; k < 4; k++) {
+                    const int32x4_t p = DOT4(vdupq_n_s32(0), vreinterpretq_s8_u8(q[k]), vld1q_s8(q8 + 32 * k + 16 * g));
+                    const int32_t d = vaddvq_s32(p) - 32 * x[b].bsums[8 * half + 2 * k + g];
+                    is += (int64_t)sc[2 * k + g] * x[b].s[4 * half + k] * d;
+                }
+            }
+        }
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is;
+    }
+    return sum;
+}
+
+/* Four tokens: the one-token kernel four times (a tile that shares the unpacking is still to come
+ * on this path). */
+#define Q8_X4(name)                                                                                        \
+    static void Q8(q8x4_##name)(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) { \
+        for (int t = 0; t < 4; t++)                                                                        \
+            y[(size_t)t * ys] = Q8(q8_##name)(row, (const char *)xq + (size_t)t * xs, n);                  \
+    }
+Q8_X4(q4_0)
+Q8_X4(q4_1)
+Q8_X4(q5_0)
+Q8_X4(q5_1)
+Q8_X4(q8_0)
+Q8_X4(q4_K)
+Q8_X4(q5_K)
+Q8_X4(q6_K)
+#undef Q8_X4
+
+#define Q8_TABLES                                                                                          \
+    .dot_q8 = {                                                                                            \
+        [QUANT_Q4_0] = Q8(q8_q4_0), [QUANT_Q4_1] = Q8(q8_q4_1), [QUANT_Q5_0] = Q8(q8_q5_0),                \
+        [QUANT_Q5_1] = Q8(q8_q5_1), [QUANT_Q8_0] = Q8(q8_q8_0), [QUANT_Q4_K] = Q8(q8_q4_K),                \
+        [QUANT_Q5_K] = Q8(q8_q5_K), [QUANT_Q6_K] = Q8(q8_q6_K),                                            \
+    },                                                                                                     \
+    .dot_q8_x4 = {                                                                                         \
+        [QUANT_Q4_0] = Q8(q8x4_q4_0), [QUANT_Q4_1] = Q8(q8x4_q4_1), [QUANT_Q5_0] = Q8(q8x4_q5_0),          \
+        [QUANT_Q5_1] = Q8(q8x4_q5_1), [QUANT_Q8_0] = Q8(q8x4_q8_0), [QUANT_Q4_K] = Q8(q8x4_q4_K),          \
+        [QUANT_Q5_K] = Q8(q8x4_q5_K), [QUANT_Q6_K] = Q8(q8x4_q6_K),                                        \
+    }
