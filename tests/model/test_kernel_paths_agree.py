@@ -38,6 +38,8 @@ def log_softmax(x):
 def softmax(x):
     return np.exp(log_softmax(x))
 PROMPT = "The history of the ocean is long, and the first sailors who crossed it"
+# long enough that single-token attention splits its keys (more than 4 tiles of 64 per thread)
+LONG_PROMPT = " ".join(f"Line {i}: the tide came in at {i % 12 + 1} o'clock and went out again." for i in range(48))
 CHECKS = Checks("paths")
 expect = CHECKS.expect
 
@@ -50,6 +52,13 @@ def run(tool, model, ids, path, threads, out, activations, batch=64):
     if r.returncode != 0:
         return None, None, r.stderr.strip()
     return np.fromfile(out, dtype=np.float32), r.stdout.split(), ""
+
+
+def avx2_ok(a, model, out):
+    """whether this machine runs the avx2 path (else the long-cache check uses scalar)"""
+    r = subprocess.run([a.logits_dump, model, "--out", out, "--tokens", "1"], capture_output=True, text=True,
+                       env=dict(os.environ, BRASA_CPU_KERNELS="avx2"), timeout=120)
+    return r.returncode == 0
 
 
 def main():
@@ -100,6 +109,21 @@ def main():
                     expect(f"{what} logits within {TOLERANCE:g} of {against}", rel <= TOLERANCE, f"max diff {rel:.3g} of range")
                     expect(f"{what} greedy tokens equal {against}'s", greedy == base_greedy, f"{greedy} vs {base_greedy}")
                     print(f"     {what}: max diff {rel:.2g} of the logit range")
+        # a long cache: one token at a time, the attention of each new token splits its keys between
+        # the threads and merges the parts; it must agree with the batch, which does not split
+        model = a.model[0]
+        name = os.path.basename(model)
+        ids = ref_tokenizer.load(model).encode(LONG_PROMPT, parse_special=False)
+        whole, _, err = run(a.logits_dump, model, ids, "avx2" if avx2_ok(a, model, out) else "scalar", 2, out, "f32", 512)
+        split, _, err2 = run(a.logits_dump, model, ids, "avx2" if avx2_ok(a, model, out) else "scalar", 2, out, "f32", 1)
+        if whole is None or split is None:
+            expect(f"{name} long cache", False, err or err2)
+        else:
+            span = float(whole.max() - whole.min())
+            rel = float(np.abs(whole - split).max()) / span
+            expect(f"{name} {len(ids)} tokens one by one (keys split between threads) within {TOLERANCE:g} of the batch",
+                   rel <= TOLERANCE, f"max diff {rel:.3g} of range")
+            print(f"     {name} long cache: max diff {rel:.2g} of the logit range over {len(ids)} positions")
     return CHECKS.finish()
 
 

@@ -28,7 +28,9 @@ typedef struct cpu_impl {
     bool q8;              /* decode quantizes activations to 8 bits */
     void *act;            /* the quantized activations of the current product */
     size_t act_cap;
-    char name[32]; /* the path and activation type, "avx2+q8" */
+    char name[32];        /* the path and activation type, "avx2+q8" */
+    float *attn;          /* partial attention results when a token's keys are split */
+    size_t attn_cap;
 } cpu_impl;
 
 struct bk_buffer {
@@ -429,50 +431,145 @@ typedef struct attn_job {
     const int32_t *pos;
     const bk_attention_params *p;
     cpu_impl *c;
+    int heads_per_item; /* query heads one work item handles: 1, or all those sharing a KV head */
+    int n_split;        /* key ranges per (token, heads): above 1, items leave partial results */
+    float *partial;     /* n_split > 1: per item and head, max, sum and head_dim accumulators */
 } attn_job;
 
+/* Keys scored together before their values are added: the scores of one tile stay in L1. */
+#define ATTN_TILE 64
+
+/* Query heads one item handles together at most; larger groups go one head at a time. */
+#define ATTN_GROUP_MAX 16
+
+/* Attention of query heads h0 .. h0 + nh - 1 of token t, which share KV head hk, over the keys
+ * [first, last]: one pass in tiles with a running maximum and sum per head (the softmax never
+ * needs all scores at once, and exp never sees a positive argument), each key and value row read
+ * once for all nh heads. Leaves per head its maximum, sum and unnormalized output in max, sum and
+ * acc (nh * head_dim). Scratch: nh * ATTN_TILE floats. */
+static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk, int64_t first, int64_t last,
+                            float *scores, float *max, float *sum, float *acc) {
+    const bk_attention_params *p = j->p;
+    const int hd = p->head_dim;
+    const float *q[ATTN_GROUP_MAX];
+    for (int g = 0; g < nh; g++) {
+        q[g] = (const float *)((const char *)j->q->data + (size_t)t * j->q->row_bytes) + (size_t)(h0 + g) * (size_t)hd;
+        max[g] = -INFINITY;
+        sum[g] = 0.0f;
+    }
+    memset(acc, 0, (size_t)nh * (size_t)hd * sizeof *acc);
+    for (int64_t s0 = first; s0 <= last; s0 += ATTN_TILE) {
+        const int n = (int)(last + 1 - s0 < ATTN_TILE ? last + 1 - s0 : ATTN_TILE);
+        for (int i = 0; i < n; i++) {
+            const float *k = (const float *)((const char *)j->k->data + (size_t)(s0 + i) * j->k->row_bytes) + (size_t)hk * (size_t)hd;
+            for (int g = 0; g < nh; g++) {
+                float v = j->c->k->dot_f32(q[g], k, hd) * p->scale;
+                if (p->softcap > 0)
+                    v = p->softcap * tanhf(v / p->softcap);
+                scores[g * ATTN_TILE + i] = v;
+            }
+        }
+        for (int g = 0; g < nh; g++) {
+            float *sc = scores + g * ATTN_TILE, m = max[g];
+            for (int i = 0; i < n; i++)
+                m = sc[i] > m ? sc[i] : m;
+            /* rescale what was summed under the old maximum (exp(-inf) = 0 on the first tile) */
+            const float keep = expf(max[g] - m);
+            float tile_sum = 0.0f;
+            for (int i = 0; i < n; i++) {
+                sc[i] = expf(sc[i] - m);
+                tile_sum += sc[i];
+            }
+            sum[g] = sum[g] * keep + tile_sum;
+            max[g] = m;
+            if (keep != 1.0f)
+                for (int d = 0; d < hd; d++)
+                    acc[g * hd + d] *= keep;
+        }
+        for (int i = 0; i < n; i++) {
+            const float *v = (const float *)((const char *)j->v->data + (size_t)(s0 + i) * j->v->row_bytes) + (size_t)hk * (size_t)hd;
+            for (int g = 0; g < nh; g++)
+                j->c->k->axpy_f32(acc + (size_t)g * (size_t)hd, scores[g * ATTN_TILE + i], v, hd);
+        }
+    }
+}
+
+/* Work items: (token, query head) for a single token, so that a few heads still spread over every
+ * thread; (token, KV head) for batches, where there are items enough and each KV row is then read
+ * once for its whole group of query heads; and for a single token with a long cache, (KV head, key
+ * range) with a merge afterwards, so both threads share each group's cache reads. */
 static void attention_part(void *ctx, int ith, int nth) {
     const attn_job *j = ctx;
     const bk_attention_params *p = j->p;
-    const int64_t n_items = j->q->ne1 * p->n_head;
-    const int group = p->n_head / p->n_head_kv;
+    const int group = p->n_head / p->n_head_kv, per = j->heads_per_item, items_per_tok = p->n_head / per;
+    const int hd = p->head_dim;
     int64_t lo, hi;
-    split(n_items, ith, nth, &lo, &hi);
-    float *scores = j->c->scratch[ith].data;
-    float *acc = scores + (j->k->ne1 + 1);
+    split(j->q->ne1 * items_per_tok * j->n_split, ith, nth, &lo, &hi);
+    float *scores = j->c->scratch[ith].data, *local = scores + (size_t)per * ATTN_TILE;
     for (int64_t item = lo; item < hi; item++) {
-        const int64_t t = item / p->n_head;
-        const int h = (int)(item % p->n_head), hk = h / group;
-        const float *q = (const float *)((const char *)j->q->data + (size_t)t * j->q->row_bytes) + (size_t)h * (size_t)p->head_dim;
+        const int64_t ts = item / j->n_split, t = ts / items_per_tok;
+        const int part = (int)(item % j->n_split), h0 = (int)(ts % items_per_tok) * per;
         const int64_t last = j->pos[t];
         const int64_t first = p->window > 0 && last - p->window + 1 > 0 ? last - p->window + 1 : 0;
-        float max = -INFINITY;
-        for (int64_t s = first; s <= last; s++) {
-            const float *k = (const float *)((const char *)j->k->data + (size_t)s * j->k->row_bytes) + (size_t)hk * (size_t)p->head_dim;
-            float v = j->c->k->dot_f32(q, k, p->head_dim) * p->scale;
-            if (p->softcap > 0)
-                v = p->softcap * tanhf(v / p->softcap);
-            scores[s - first] = v;
-            if (v > max)
-                max = v;
+        /* this item's share of the keys, in whole tiles */
+        const int64_t tiles = (last - first + ATTN_TILE) / ATTN_TILE, per_part = (tiles + j->n_split - 1) / j->n_split;
+        const int64_t k0 = first + part * per_part * ATTN_TILE, k1 = k0 + per_part * ATTN_TILE - 1 < last ? k0 + per_part * ATTN_TILE - 1 : last;
+        float *res = j->n_split > 1 ? j->partial + (size_t)item * (size_t)per * (size_t)(hd + 2) : local;
+        float *max = res, *sum = res + per, *acc = res + 2 * per;
+        if (k0 > last) { /* nothing left for this range */
+            for (int g = 0; g < per; g++) {
+                max[g] = -INFINITY;
+                sum[g] = 0.0f;
+            }
+            memset(acc, 0, (size_t)per * (size_t)hd * sizeof *acc);
+            continue;
         }
-        double sum = 0.0;
-        for (int64_t s = first; s <= last; s++) {
-            scores[s - first] = expf(scores[s - first] - max);
-            sum += scores[s - first];
+        attention_heads(j, t, h0, per, h0 / group, k0, k1, scores, max, sum, acc);
+        if (j->n_split > 1)
+            continue;
+        for (int g = 0; g < per; g++) {
+            float *o = (float *)((char *)j->out->data + (size_t)t * j->out->row_bytes) + (size_t)(h0 + g) * (size_t)hd;
+            const float inv = 1.0f / sum[g];
+            for (int d = 0; d < hd; d++)
+                o[d] = acc[g * hd + d] * inv;
         }
-        const float inv = (float)(1.0 / sum);
-        memset(acc, 0, (size_t)p->head_dim * sizeof *acc);
-        for (int64_t s = first; s <= last; s++) {
-            const float *v = (const float *)((const char *)j->v->data + (size_t)s * j->v->row_bytes) + (size_t)hk * (size_t)p->head_dim;
-            const float w = scores[s - first] * inv;
-            for (int d = 0; d < p->head_dim; d++)
-                acc[d] += w * v[d];
-        }
-        float *o = (float *)((char *)j->out->data + (size_t)t * j->out->row_bytes) + (size_t)h * (size_t)p->head_dim;
-        memcpy(o, acc, (size_t)p->head_dim * sizeof *o);
     }
 }
+
+/* Combines the key ranges' partial results: each range's sum and output scaled by exp(its
+ * maximum - the overall maximum). */
+static void attention_merge(const attn_job *j) {
+    const bk_attention_params *p = j->p;
+    const int per = j->heads_per_item, items_per_tok = p->n_head / per, hd = p->head_dim;
+    for (int64_t ts = 0; ts < j->q->ne1 * items_per_tok; ts++) {
+        const int64_t t = ts / items_per_tok;
+        const int h0 = (int)(ts % items_per_tok) * per;
+        for (int g = 0; g < per; g++) {
+            float m = -INFINITY, total = 0.0f;
+            for (int part = 0; part < j->n_split; part++) {
+                const float *res = j->partial + (size_t)(ts * j->n_split + part) * (size_t)per * (size_t)(hd + 2);
+                m = res[g] > m ? res[g] : m;
+            }
+            float *o = (float *)((char *)j->out->data + (size_t)t * j->out->row_bytes) + (size_t)(h0 + g) * (size_t)hd;
+            memset(o, 0, (size_t)hd * sizeof *o);
+            for (int part = 0; part < j->n_split; part++) {
+                const float *res = j->partial + (size_t)(ts * j->n_split + part) * (size_t)per * (size_t)(hd + 2);
+                if (res[per + g] == 0.0f)
+                    continue;
+                const float w = expf(res[g] - m);
+                total += res[per + g] * w;
+                j->c->k->axpy_f32(o, w, res + 2 * per + (size_t)g * (size_t)hd, hd);
+            }
+            const float inv = 1.0f / total;
+            for (int d = 0; d < hd; d++)
+                o[d] *= inv;
+        }
+    }
+}
+
+/* A single token's keys are split between the threads once the cache holds this many tiles per
+ * thread: below that, one head per item keeps the threads busy at less cost. */
+#define ATTN_SPLIT_MIN_TILES 4
 
 static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_tensor *k, const bk_tensor *v, const int32_t *pos,
                                   const bk_attention_params *p, bk_tensor *out, brasa_error *err) {
@@ -483,11 +580,33 @@ static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
             return err_set(err, BRASA_ERR_INTERNAL, "attention: position %d outside the %lld-row cache", pos[t],
                            (long long)k->ne1);
     cpu_impl *c = dev->impl;
-    brasa_status st = reserve_scratch(c, (size_t)k->ne1 + 1 + (size_t)p->head_dim, err);
+    const int group = p->n_head / p->n_head_kv;
+    int per = 1, n_split = 1;
+    if (group <= ATTN_GROUP_MAX) {
+        if (q->ne1 >= 2 * c->n_threads) {
+            per = group;
+        } else if (q->ne1 == 1 && c->n_threads > 1 && (pos[0] + 1) / ATTN_TILE >= ATTN_SPLIT_MIN_TILES * c->n_threads) {
+            per = group;
+            n_split = (2 * c->n_threads + p->n_head_kv - 1) / p->n_head_kv;
+        }
+    }
+    const size_t partial = n_split > 1 ? (size_t)p->n_head_kv * (size_t)n_split * (size_t)per * (size_t)(p->head_dim + 2) : 0;
+    brasa_status st = reserve_scratch(c, (size_t)per * (ATTN_TILE + 2 + (size_t)p->head_dim), err);
+    if (st == BRASA_OK && partial > c->attn_cap) {
+        float *np = realloc(c->attn, partial * sizeof *np);
+        if (!np)
+            st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory for attention (%zu floats)", partial);
+        else {
+            c->attn = np;
+            c->attn_cap = partial;
+        }
+    }
     if (st != BRASA_OK)
         return st;
-    attn_job job = { q, k, v, out, pos, p, c };
+    attn_job job = { q, k, v, out, pos, p, c, per, n_split, c->attn };
     pool_run(c->pool, attention_part, &job);
+    if (n_split > 1)
+        attention_merge(&job);
     return BRASA_OK;
 }
 
@@ -563,6 +682,7 @@ void bk_cpu_free(bk_device *dev) {
             free(c->scratch[i].data);
         free(c->scratch);
         free(c->act);
+        free(c->attn);
         free(c);
     }
     free(dev);

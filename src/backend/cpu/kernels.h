@@ -39,6 +39,8 @@ typedef struct cpu_kernels {
     const char *name;
     /* sum_i a[i] * b[i] */
     float (*dot_f32)(const float *a, const float *b, int64_t n);
+    /* y[i] += a * x[i] (attention's weighted sum of values) */
+    void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
     /* sum_i dequant(row)[i] * x[i] straight from the blocks (n a whole number of blocks); NULL for
      * types without a fused kernel, which fall back to dequantize + dot_f32 */
     float (*dot_row[QUANT_TYPE_COUNT])(const void *row, const float *x, int64_t n);

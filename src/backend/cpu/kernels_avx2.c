@@ -43,6 +43,15 @@ AVX2 static float dot_f32(const float *a, const float *b, int64_t n) {
     return sum;
 }
 
+AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n) {
+    const __m256 av = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] += a * x[i];
+}
+
 /* The low 8 signed bytes of v as 8 floats. */
 AVX2 static inline __m256 i8x8_ps(__m128i v) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
@@ -715,6 +724,7 @@ AVX2 static void q8x4_q5_K(const void *row, const void *xq, size_t xs, int64_t n
 static const cpu_kernels avx2 = {
     .name = "avx2",
     .dot_f32 = dot_f32,
+    .axpy_f32 = axpy_f32,
     .gemm_f32 = gemm_f32,
     .dot_row = {
         [QUANT_F32] = dot_f32_row, [QUANT_F16] = dot_f16, [QUANT_Q4_0] = dot_q4_0, [QUANT_Q4_1] = dot_q4_1,

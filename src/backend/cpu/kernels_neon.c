@@ -55,6 +55,14 @@ static float dot_f32(const float *a, const float *b, int64_t n) {
     return sum;
 }
 
+static void axpy_f32(float *y, float a, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
+    for (; i < n; i++)
+        y[i] += a * x[i];
+}
+
 /* Partial sums of 16 signed byte codes times x[0..15], in 4 lanes. */
 static inline float32x4_t dot16(int8x16_t q, const float *x) {
     const int16x8_t lo = vmovl_s8(vget_low_s8(q)), hi = vmovl_s8(vget_high_s8(q));
@@ -226,6 +234,7 @@ static void gemm_f32(const float *w, size_t ws, int64_t n_rows, const float *x, 
 static const cpu_kernels NEON_TABLE = {
     .name = NEON_NAME,
     .dot_f32 = dot_f32,
+    .axpy_f32 = axpy_f32,
     .gemm_f32 = gemm_f32,
     .dot_row = {
         [QUANT_F32] = dot_f32_row, [QUANT_Q4_0] = dot_q4_0, [QUANT_Q4_1] = dot_q4_1, [QUANT_Q8_0] = dot_q8_0,

@@ -299,9 +299,15 @@ brasa_status cpu_activations_q8(bool *q8, brasa_error *err) {
     return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_ACTIVATIONS='%.32s' is not an activation type (q8, f32)", v);
 }
 
+static void axpy_f32_scalar(float *y, float a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
 static const cpu_kernels scalar = {
     .name = "scalar",
     .dot_f32 = dot_f32_scalar,
+    .axpy_f32 = axpy_f32_scalar,
     .gemm_f32 = gemm_f32_scalar,
     .dot_row = {
         [QUANT_F32] = dot_row_f32, [QUANT_F16] = dot_row_f16, [QUANT_BF16] = dot_row_bf16,
