@@ -244,7 +244,8 @@ int cmd_bench(int argc, char **argv) {
     } else {
         printf("model      %s (%s, %.2f M parameters, %.2f MB)\n", model_path, d.architecture, (double)d.n_params / 1e6,
                (double)d.file_bytes / 1e6);
-        printf("backend    %s, CPU features: %s\n", backend, features);
+        printf("backend    %s%s, CPU features: %s\n", backend,
+               strstr(backend, "+q8") ? " (8-bit activations; BRASA_CPU_ACTIVATIONS=f32 for float)" : "", features);
         printf("memory     %.1f GB/s read bandwidth (measured); %.1f MB of weights per token: decode limit %.1f tokens/s\n",
                bandwidth, gb_per_token * 1e3, limit);
         printf("\n| %-8s | %7s | %20s | %16s |\n", "test", "threads", "tokens/s", "share of limit");

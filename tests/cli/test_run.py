@@ -128,6 +128,17 @@ def main():
         bad("unsupported architecture", ["run", "-m", path, "-p", "hi"], 1, "architecture 'mamba' is not supported")
         rc, out, err = run(b, ["info", path])
         expect("info still describes it", rc == 0 and "mamba" in out, err)
+    # environment overrides are input too
+    for var, value, want in (("BRASA_CPU_ACTIVATIONS", "int4", "BRASA_CPU_ACTIVATIONS='int4' is not an activation type"),
+                             ("BRASA_CPU_KERNELS", "avx9000", "BRASA_CPU_KERNELS='avx9000' is not a kernel path")):
+        r = subprocess.run([b, "run", "-m", m, "-p", "hi", "-n", "2"], capture_output=True, timeout=120,
+                           env=dict(os.environ, **{var: value}))
+        err = r.stderr.decode("utf-8", "replace")
+        expect(f"{var}={value} refused", r.returncode == 1 and want in err, f"rc {r.returncode}: {err[-200:]}")
+    for act in ("f32", "q8"):
+        r = subprocess.run([b, "run", "-m", m, "-p", "Name the capital of France.", "--chat", "--temp", "0", "-n", "8"],
+                           capture_output=True, timeout=120, env=dict(os.environ, BRASA_CPU_ACTIVATIONS=act))
+        expect(f"BRASA_CPU_ACTIVATIONS={act} runs", r.returncode == 0 and b"Paris" in r.stdout, r.stdout[:200])
     for cmd in ("run", "chat"):
         rc, out, _ = run(b, [cmd, "--help"])
         expect(f"{cmd} --help", rc == 0 and f"Usage: brasa {cmd}" in out, out[:100])

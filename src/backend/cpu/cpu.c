@@ -145,7 +145,7 @@ typedef struct matmul_job {
 
 /* Chunks per thread for the largest product of a job: enough to even out the threads, few enough
  * that taking one stays cheap next to computing it. */
-#define MATMUL_CHUNKS_PER_THREAD 8
+#define MATMUL_CHUNKS_PER_THREAD 4
 
 /* At most this many rows per chunk in a batch: a chunk's weight rows stay in cache while every
  * token of the batch passes over them. */
