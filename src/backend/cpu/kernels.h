@@ -14,8 +14,8 @@
 /* Activations quantized to 8 bits for integer products with the weight blocks (decode). One scale
  * per block of the weights' size, and the code sums that the formats' offsets and minimums need. */
 typedef struct act_q8_32 {
-    float d;       /* x ~ d * q */
-    int32_t sum;   /* sum of the 32 codes */
+    float d;      /* x ~ d * q */
+    float s;      /* d * the sum of the 32 codes, right after d: kernels load the pair at once */
     int8_t q[32];
 } act_q8_32;
 

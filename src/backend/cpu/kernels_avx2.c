@@ -316,6 +316,12 @@ AVX2 static void gemm_f32(const float *w, size_t ws, int64_t n_rows, const float
 
 /* ---- integer products with 8-bit activations ---- */
 
+/* How far ahead in a weight row the integer kernels ask for memory: the hardware prefetcher
+ * alone leaves two streaming cores at about 22 GB/s here, this brings them to 26-28. */
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 2048
+#endif
+
 /* Sums of u[i] * s[i] (unsigned weight codes < 128, signed activations) as 8 int32 lanes, lane k
  * holding bytes 4k..4k+3. */
 AVX2 static inline __m256i dot_u8s8(__m256i u, __m256i s) {
@@ -326,75 +332,120 @@ AVX2 static inline __m256 i32_ps(__m256i v) {
     return _mm256_cvtepi32_ps(v);
 }
 
-AVX2 static float q8_q4_0(const void *row, const void *xq, int64_t n) {
-    const block_q4_0 *w = row;
-    const act_q8_32 *x = xq;
-    __m256 acc = _mm256_setzero_ps();
-    float corr = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        const float dd = h2f(w[b].d) * x[b].d;
-        const __m256i p = dot_u8s8(nibbles32(w[b].qs), _mm256_loadu_si256((const __m256i *)x[b].q));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(p), acc);
-        corr += dd * (float)(8 * x[b].sum);
-    }
-    return hsum(acc) - corr;
+/* 16 bytes of packed nibbles -> 32 byte codes, read once into both halves: the low half keeps the
+ * low nibbles, the high half is shifted right by 4 first. */
+AVX2 static inline __m256i nibbles32_bcast(const uint8_t *qs) {
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
 }
 
-AVX2 static float q8_q4_1(const void *row, const void *xq, int64_t n) {
-    const block_q4_1 *w = row;
-    const act_q8_32 *x = xq;
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        const __m256i p = dot_u8s8(nibbles32(w[b].qs), _mm256_loadu_si256((const __m256i *)x[b].q));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(p), acc);
-        mins += h2f(w[b].m) * x[b].d * (float)x[b].sum;
-    }
-    return hsum(acc) + mins;
+/* The float factors of one 32-value block, from the weights' half-float scale (and minimum, where
+ * the format has one, stored right after it) and the activations' (d, s = d * sum of codes):
+ * lane 0 = d_w * d_x scales the integer dot, lane 1 = d_w * s_x (formats with an offset) or
+ * m_w * s_x (formats with a minimum) is the block's constant term. One conversion, one multiply. */
+AVX2 static inline __m128 block_factors(const uint16_t *dm, bool has_min, const act_q8_32 *x) {
+    const uint32_t bits = has_min ? (uint32_t)dm[0] | (uint32_t)dm[1] << 16 : (uint32_t)dm[0] * 0x10001u;
+    const __m128 w = _mm_cvtph_ps(_mm_cvtsi32_si128((int)bits));
+    return _mm_mul_ps(w, _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)&x->d)));
 }
 
-AVX2 static float q8_q5_0(const void *row, const void *xq, int64_t n) {
-    const block_q5_0 *w = row;
-    const act_q8_32 *x = xq;
-    __m256 acc = _mm256_setzero_ps();
-    float corr = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        const float dd = h2f(w[b].d) * x[b].d;
-        const __m256i high = _mm256_and_si256(bits32(load_u32(w[b].qh)), _mm256_set1_epi8(0x10));
-        const __m256i q = _mm256_or_si256(nibbles32(w[b].qs), high);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(dot_u8s8(q, _mm256_loadu_si256((const __m256i *)x[b].q))), acc);
-        corr += dd * (float)(16 * x[b].sum);
-    }
-    return hsum(acc) - corr;
+/* Block codes of the 32-value formats as unsigned bytes, and the offset their integer dot carries
+ * (Q4_0 codes are stored +8, Q5_0 +16, the others have none). */
+AVX2 static inline __m256i codes_q4(const void *blk) {
+    return nibbles32_bcast(((const block_q4_0 *)blk)->qs);
 }
 
-AVX2 static float q8_q5_1(const void *row, const void *xq, int64_t n) {
-    const block_q5_1 *w = row;
-    const act_q8_32 *x = xq;
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        const __m256i high = _mm256_and_si256(bits32(load_u32(w[b].qh)), _mm256_set1_epi8(0x10));
-        const __m256i q = _mm256_or_si256(nibbles32(w[b].qs), high);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d),
-                              i32_ps(dot_u8s8(q, _mm256_loadu_si256((const __m256i *)x[b].q))), acc);
-        mins += h2f(w[b].m) * x[b].d * (float)x[b].sum;
+AVX2 static inline __m256i codes_q4_1(const void *blk) {
+    return nibbles32_bcast(((const block_q4_1 *)blk)->qs);
+}
+
+AVX2 static inline __m256i codes_q5_0(const void *blk) {
+    const block_q5_0 *b = blk;
+    return _mm256_or_si256(nibbles32_bcast(b->qs), _mm256_and_si256(bits32(load_u32(b->qh)), _mm256_set1_epi8(0x10)));
+}
+
+AVX2 static inline __m256i codes_q5_1(const void *blk) {
+    const block_q5_1 *b = blk;
+    return _mm256_or_si256(nibbles32_bcast(b->qs), _mm256_and_si256(bits32(load_u32(b->qh)), _mm256_set1_epi8(0x10)));
+}
+
+/* One block's contribution: acc += (d_w d_x) * dot, con += the constant term (lane 1). Two
+ * interleaved accumulator pairs per row (even and odd blocks) so the additions do not wait on each
+ * other. */
+#define Q8_32_KERNEL(name, block_t, codes, has_min, offset)                                                     \
+    AVX2 static float name(const void *row, const void *xq, int64_t n) {                                      \
+        const block_t *w = row;                                                                                 \
+        const act_q8_32 *x = xq;                                                                                \
+        __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };                                         \
+        __m128 con[2] = { _mm_setzero_ps(), _mm_setzero_ps() };                                               \
+        const int64_t nb = n / 32;                                                                              \
+        for (int64_t b = 0; b < nb; b += 2) {                                                                   \
+            _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);                                  \
+            for (int e = 0; e < 2 && b + e < nb; e++) {                                                          \
+                const __m128 f = block_factors(&w[b + e].d, has_min, &x[b + e]);                                 \
+                const __m256i p = dot_u8s8(codes(&w[b + e]), _mm256_loadu_si256((const __m256i *)x[b + e].q)); \
+                acc[e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[e]);                         \
+                con[e] = _mm_add_ps(con[e], f);                                                                 \
+            }                                                                                                   \
+        }                                                                                                       \
+        const __m128 c = _mm_add_ps(con[0], con[1]);                                                          \
+        return hsum(_mm256_add_ps(acc[0], acc[1])) + (has_min ? 1.0f : -(float)(offset)) * _mm_cvtss_f32(_mm_shuffle_ps(c, c, 1)); \
+    }                                                                                                           \
+    /* four tokens, each summed exactly as above */                                                            \
+    AVX2 static void name##_x4(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {   \
+        const block_t *w = row;                                                                                 \
+        const act_q8_32 *x[4];                                                                                  \
+        __m256 acc[4][2];                                                                                       \
+        __m128 con[4][2];                                                                                       \
+        for (int t = 0; t < 4; t++) {                                                                           \
+            x[t] = (const act_q8_32 *)((const char *)xq + t * xs);                                              \
+            acc[t][0] = acc[t][1] = _mm256_setzero_ps();                                                        \
+            con[t][0] = con[t][1] = _mm_setzero_ps();                                                           \
+        }                                                                                                       \
+        const int64_t nb = n / 32;                                                                              \
+        for (int64_t b = 0; b < nb; b += 2)                                                                     \
+            for (int e = 0; e < 2 && b + e < nb; e++) {                                                          \
+                const __m256i u = codes(&w[b + e]);                                                            \
+                for (int t = 0; t < 4; t++) {                                                                   \
+                    const __m128 f = block_factors(&w[b + e].d, has_min, &x[t][b + e]);                          \
+                    const __m256i p = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b + e].q));          \
+                    acc[t][e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[t][e]);                \
+                    con[t][e] = _mm_add_ps(con[t][e], f);                                                       \
+                }                                                                                               \
+            }                                                                                                   \
+        for (int t = 0; t < 4; t++) {                                                                           \
+            const __m128 c = _mm_add_ps(con[t][0], con[t][1]);                                                \
+            y[t * ys] = hsum(_mm256_add_ps(acc[t][0], acc[t][1])) +                                            \
+                        (has_min ? 1.0f : -(float)(offset)) * _mm_cvtss_f32(_mm_shuffle_ps(c, c, 1));           \
+        }                                                                                                       \
     }
-    return hsum(acc) + mins;
+
+Q8_32_KERNEL(q8_q4_0, block_q4_0, codes_q4, false, 8)
+Q8_32_KERNEL(q8_q4_1, block_q4_1, codes_q4_1, true, 0)
+Q8_32_KERNEL(q8_q5_0, block_q5_0, codes_q5_0, false, 16)
+Q8_32_KERNEL(q8_q5_1, block_q5_1, codes_q5_1, true, 0)
+
+/* Q8_0: signed weights; the weights' signs move onto the activations (maddubs needs one unsigned
+ * side). No constant term. */
+AVX2 static inline __m256i q8_0_dot(const block_q8_0 *w, const __m256i qx) {
+    const __m256i qw = _mm256_loadu_si256((const __m256i *)w->qs);
+    return dot_u8s8(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
 }
 
 AVX2 static float q8_q8_0(const void *row, const void *xq, int64_t n) {
     const block_q8_0 *w = row;
     const act_q8_32 *x = xq;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / 32; b++) {
-        const __m256i qw = _mm256_loadu_si256((const __m256i *)w[b].qs);
-        const __m256i qx = _mm256_loadu_si256((const __m256i *)x[b].q);
-        /* signed x signed: move the weights' signs onto the activations */
-        const __m256i p = dot_u8s8(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(p), acc);
+    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    const int64_t nb = n / 32;
+    for (int64_t b = 0; b < nb; b += 2) {
+        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);
+        for (int e = 0; e < 2 && b + e < nb; e++) {
+            const __m128 f = block_factors(&w[b + e].d, false, &x[b + e]);
+            const __m256i p = q8_0_dot(&w[b + e], _mm256_loadu_si256((const __m256i *)x[b + e].q));
+            acc[e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[e]);
+        }
     }
-    return hsum(acc);
+    return hsum(_mm256_add_ps(acc[0], acc[1]));
 }
 
 /* Shuffle masks that broadcast 16-bit lane j (0..7) of each 128-bit half to the whole half. */
@@ -421,9 +472,6 @@ AVX2 static inline __m256i act_scales_pairs(const act_q8_256 *x) {
     return _mm256_set_m128i(_mm_unpackhi_epi16(s, s), _mm_unpacklo_epi16(s, s));
 }
 
-#ifndef PREFETCH_AHEAD
-#define PREFETCH_AHEAD 2048
-#endif
 AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
     const block_q4_K *w = row;
     const act_q8_256 *x = xq;
@@ -532,100 +580,31 @@ AVX2 static float q8_q6_K(const void *row, const void *xq, int64_t n) {
 
 #define X4 4
 
-AVX2 static void q8x4_q4_0(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
-    const block_q4_0 *w = row;
-    const act_q8_32 *x[X4];
-    for (int t = 0; t < X4; t++)
-        x[t] = (const act_q8_32 *)((const char *)xq + t * xs);
-    __m256 acc[X4];
-    float corr[X4];
-    for (int t = 0; t < X4; t++) {
-        acc[t] = _mm256_setzero_ps();
-        corr[t] = 0.0f;
-    }
-    for (int64_t b = 0; b < n / 32; b++) {
-        const __m256i u = nibbles32(w[b].qs);
-        const float dw = h2f(w[b].d);
-        for (int t = 0; t < X4; t++) {
-            const float dd = dw * x[t][b].d;
-            const __m256i p = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b].q));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(p), acc[t]);
-            corr[t] += dd * (float)(8 * x[t][b].sum);
-        }
-    }
-    for (int t = 0; t < X4; t++)
-        y[t * ys] = hsum(acc[t]) - corr[t];
-}
 
-AVX2 static void q8x4_q4_1(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
-    const block_q4_1 *w = row;
-    const act_q8_32 *x[X4];
-    for (int t = 0; t < X4; t++)
-        x[t] = (const act_q8_32 *)((const char *)xq + t * xs);
-    __m256 acc[X4];
-    float mins[X4];
-    for (int t = 0; t < X4; t++) {
-        acc[t] = _mm256_setzero_ps();
-        mins[t] = 0.0f;
-    }
-    for (int64_t b = 0; b < n / 32; b++) {
-        const __m256i u = nibbles32(w[b].qs);
-        const float dw = h2f(w[b].d), mw = h2f(w[b].m);
-        for (int t = 0; t < X4; t++) {
-            const __m256i p = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b].q));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t][b].d), i32_ps(p), acc[t]);
-            mins[t] += mw * x[t][b].d * (float)x[t][b].sum;
-        }
-    }
-    for (int t = 0; t < X4; t++)
-        y[t * ys] = hsum(acc[t]) + mins[t];
-}
 
-AVX2 static void q8x4_q5_0(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
-    const block_q5_0 *w = row;
-    const act_q8_32 *x[X4];
-    for (int t = 0; t < X4; t++)
-        x[t] = (const act_q8_32 *)((const char *)xq + t * xs);
-    __m256 acc[X4];
-    float corr[X4];
-    for (int t = 0; t < X4; t++) {
-        acc[t] = _mm256_setzero_ps();
-        corr[t] = 0.0f;
-    }
-    for (int64_t b = 0; b < n / 32; b++) {
-        const __m256i high = _mm256_and_si256(bits32(load_u32(w[b].qh)), _mm256_set1_epi8(0x10));
-        const __m256i u = _mm256_or_si256(nibbles32(w[b].qs), high);
-        const float dw = h2f(w[b].d);
-        for (int t = 0; t < X4; t++) {
-            const float dd = dw * x[t][b].d;
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), i32_ps(dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b].q))), acc[t]);
-            corr[t] += dd * (float)(16 * x[t][b].sum);
-        }
-    }
-    for (int t = 0; t < X4; t++)
-        y[t * ys] = hsum(acc[t]) - corr[t];
-}
 
 AVX2 static void q8x4_q8_0(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
     const block_q8_0 *w = row;
     const act_q8_32 *x[X4];
-    for (int t = 0; t < X4; t++)
+    __m256 acc[X4][2];
+    for (int t = 0; t < X4; t++) {
         x[t] = (const act_q8_32 *)((const char *)xq + t * xs);
-    __m256 acc[X4];
-    for (int t = 0; t < X4; t++)
-        acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / 32; b++) {
-        const __m256i qw = _mm256_loadu_si256((const __m256i *)w[b].qs);
-        const __m256i aw = _mm256_sign_epi8(qw, qw);
-        const float dw = h2f(w[b].d);
-        for (int t = 0; t < X4; t++) {
-            const __m256i qx = _mm256_loadu_si256((const __m256i *)x[t][b].q);
-            const __m256i p = dot_u8s8(aw, _mm256_sign_epi8(qx, qw));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t][b].d), i32_ps(p), acc[t]);
-        }
+        acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     }
+    const int64_t nb = n / 32;
+    for (int64_t b = 0; b < nb; b += 2)
+        for (int e = 0; e < 2 && b + e < nb; e++) {
+            const __m256i qw = _mm256_loadu_si256((const __m256i *)w[b + e].qs);
+            const __m256i aw = _mm256_sign_epi8(qw, qw);
+            for (int t = 0; t < X4; t++) {
+                const __m128 f = block_factors(&w[b + e].d, false, &x[t][b + e]);
+                const __m256i qx = _mm256_loadu_si256((const __m256i *)x[t][b + e].q);
+                const __m256i p = dot_u8s8(aw, _mm256_sign_epi8(qx, qw));
+                acc[t][e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[t][e]);
+            }
+        }
     for (int t = 0; t < X4; t++)
-        y[t * ys] = hsum(acc[t]);
+        y[t * ys] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
 }
 
 AVX2 static void q8x4_q4_K(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
@@ -711,10 +690,6 @@ AVX2 static void q8x4_q6_K(const void *row, const void *xq, size_t xs, int64_t n
 }
 
 /* Formats without a dedicated four-token kernel: the one-token kernel four times. */
-AVX2 static void q8x4_q5_1(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
-    for (int t = 0; t < X4; t++)
-        y[t * ys] = q8_q5_1(row, (const char *)xq + t * xs, n);
-}
 
 AVX2 static void q8x4_q5_K(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
     for (int t = 0; t < X4; t++)
@@ -736,8 +711,8 @@ static const cpu_kernels avx2 = {
         [QUANT_Q4_K] = q8_q4_K, [QUANT_Q5_K] = q8_q5_K, [QUANT_Q6_K] = q8_q6_K,
     },
     .dot_q8_x4 = {
-        [QUANT_Q4_0] = q8x4_q4_0, [QUANT_Q4_1] = q8x4_q4_1, [QUANT_Q5_0] = q8x4_q5_0, [QUANT_Q8_0] = q8x4_q8_0,
-        [QUANT_Q5_1] = q8x4_q5_1, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
+        [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
+        [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
     },
 };
 

@@ -32,7 +32,7 @@ static float Q8(q8_q4_0)(const void *row, const void *xq, int64_t n) {
         const int32x4_t p = Q8(dot32)(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), x[b].q);
         const float dd = f16_to_f32(w[b].d) * x[b].d;
         acc = vfmaq_f32(acc, vcvtq_f32_s32(p), vdupq_n_f32(dd));
-        corr += dd * (float)(8 * x[b].sum);
+        corr += 8.0f * f16_to_f32(w[b].d) * x[b].s;
     }
     return vaddvq_f32(acc) - corr;
 }
@@ -46,7 +46,7 @@ static float Q8(q8_q4_1)(const void *row, const void *xq, int64_t n) {
         const uint8x16_t raw = vld1q_u8(w[b].qs);
         const int32x4_t p = Q8(dot32)(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), x[b].q);
         acc = vfmaq_f32(acc, vcvtq_f32_s32(p), vdupq_n_f32(f16_to_f32(w[b].d) * x[b].d));
-        mins += f16_to_f32(w[b].m) * x[b].d * (float)x[b].sum;
+        mins += f16_to_f32(w[b].m) * x[b].s;
     }
     return vaddvq_f32(acc) + mins;
 }
@@ -70,7 +70,7 @@ static float Q8(q8_q5_0)(const void *row, const void *xq, int64_t n) {
         Q8(q5_codes)(w[b].qs, w[b].qh, &lo, &hi);
         const float dd = f16_to_f32(w[b].d) * x[b].d;
         acc = vfmaq_f32(acc, vcvtq_f32_s32(Q8(dot32)(lo, hi, x[b].q)), vdupq_n_f32(dd));
-        corr += dd * (float)(16 * x[b].sum);
+        corr += 16.0f * f16_to_f32(w[b].d) * x[b].s;
     }
     return vaddvq_f32(acc) - corr;
 }
@@ -84,7 +84,7 @@ static float Q8(q8_q5_1)(const void *row, const void *xq, int64_t n) {
         int8x16_t lo, hi;
         Q8(q5_codes)(w[b].qs, w[b].qh, &lo, &hi);
         acc = vfmaq_f32(acc, vcvtq_f32_s32(Q8(dot32)(lo, hi, x[b].q)), vdupq_n_f32(f16_to_f32(w[b].d) * x[b].d));
-        mins += f16_to_f32(w[b].m) * x[b].d * (float)x[b].sum;
+        mins += f16_to_f32(w[b].m) * x[b].s;
     }
     return vaddvq_f32(acc) + mins;
 }

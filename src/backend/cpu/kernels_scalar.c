@@ -93,7 +93,7 @@ void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
             sum += out[b].q[i];
         }
         out[b].d = d;
-        out[b].sum = sum;
+        out[b].s = d * (float)sum;
     }
 }
 
@@ -133,7 +133,7 @@ static float dot_q8_q4_0(const void *row, const void *xq, int64_t n) {
         int32_t is = 0;
         for (int j = 0; j < 16; j++)
             is += (w[b].qs[j] & 0x0f) * x[b].q[j] + (w[b].qs[j] >> 4) * x[b].q[j + 16];
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)(is - 8 * x[b].sum);
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is - 8.0f * f16_to_f32(w[b].d) * x[b].s;
     }
     return sum;
 }
@@ -146,7 +146,7 @@ static float dot_q8_q4_1(const void *row, const void *xq, int64_t n) {
         int32_t is = 0;
         for (int j = 0; j < 16; j++)
             is += (w[b].qs[j] & 0x0f) * x[b].q[j] + (w[b].qs[j] >> 4) * x[b].q[j + 16];
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)is + f16_to_f32(w[b].m) * x[b].d * (float)x[b].sum;
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is + f16_to_f32(w[b].m) * x[b].s;
     }
     return sum;
 }
@@ -164,7 +164,7 @@ static float dot_q8_q5_0(const void *row, const void *xq, int64_t n) {
             int hi = (w[b].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
             is += lo * x[b].q[j] + hi * x[b].q[j + 16];
         }
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)(is - 16 * x[b].sum);
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is - 16.0f * f16_to_f32(w[b].d) * x[b].s;
     }
     return sum;
 }
@@ -182,7 +182,7 @@ static float dot_q8_q5_1(const void *row, const void *xq, int64_t n) {
             int hi = (w[b].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
             is += lo * x[b].q[j] + hi * x[b].q[j + 16];
         }
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)is + f16_to_f32(w[b].m) * x[b].d * (float)x[b].sum;
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)is + f16_to_f32(w[b].m) * x[b].s;
     }
     return sum;
 }
