@@ -153,6 +153,53 @@ int main(void) {
             }
         }
     }
+    /* Every path's activation quantizers give the scalar bytes exactly: random values, outliers,
+     * exact ties (a block whose largest value is 127 has step 1, so 2.5 is a tie), zeros, NaN and
+     * infinities. */
+    {
+        const cpu_kernels *qp[] = { cpu_kernels_avx2(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
+        const int64_t nq = 256 * 8;
+        act_q8_32 *a32 = malloc((size_t)(nq / 32) * sizeof *a32), *b32 = malloc((size_t)(nq / 32) * sizeof *b32);
+        act_q8_256 *a256 = malloc((size_t)(nq / 256) * sizeof *a256), *b256 = malloc((size_t)(nq / 256) * sizeof *b256);
+        for (int round = 0; round < 6; round++) {
+            for (int64_t i = 0; i < nq; i++) {
+                float v = rnd_unit() * (i % 13 == 0 ? 50.0f : 1.0f);
+                if (round == 1)
+                    v = i % 32 == 0 ? 127.0f : (float)((int)(rnd() % 200) - 100) + 0.5f; /* ties */
+                if (round == 2)
+                    v = 0.0f;
+                if (round == 3 && i % 97 == 5)
+                    v = NAN;
+                if (round == 4 && i == 700)
+                    v = INFINITY;
+                if (round == 5)
+                    v = i % 64 == 3 ? 1e30f : v * 1e-30f;
+                x[i] = v;
+            }
+            cpu_quantize_q8_32(x, a32, nq);
+            cpu_quantize_q8_256(x, a256, nq);
+            for (size_t p = 0; p < sizeof qp / sizeof qp[0]; p++) {
+                if (!qp[p] || !runnable[p])
+                    continue;
+                memset(b32, 0x55, (size_t)(nq / 32) * sizeof *b32);
+                memset(b256, 0x55, (size_t)(nq / 256) * sizeof *b256);
+                qp[p]->quantize_q8_32(x, b32, nq);
+                qp[p]->quantize_q8_256(x, b256, nq);
+                const bool same = memcmp(a32, b32, (size_t)(nq / 32) * sizeof *a32) == 0 &&
+                                  memcmp(a256, b256, (size_t)(nq / 256) * sizeof *a256) == 0;
+                if (same)
+                    passed++;
+                else {
+                    failed++;
+                    printf("FAIL %s quantizers differ from scalar (round %d)\n", qp[p]->name, round);
+                }
+            }
+        }
+        free(a32);
+        free(b32);
+        free(a256);
+        free(b256);
+    }
     /* The word-wise K-quant scale unpacker equals the byte-wise one on random and extreme bytes. */
     {
         int bad = 0;

@@ -222,6 +222,7 @@ static void matmul_part(void *ctx, int ith, int nth) {
 }
 
 typedef struct quantize_job {
+    const cpu_kernels *k;
     const bk_tensor *x;
     char *out;
     size_t row_bytes;
@@ -236,9 +237,9 @@ static void quantize_part(void *ctx, int ith, int nth) {
         const float *xt = (const float *)((const char *)j->x->data + (size_t)t * j->x->row_bytes);
         void *dst = j->out + (size_t)t * j->row_bytes;
         if (j->k_quant)
-            cpu_quantize_q8_256(xt, dst, j->x->ne0);
+            j->k->quantize_q8_256(xt, dst, j->x->ne0);
         else
-            cpu_quantize_q8_32(xt, dst, j->x->ne0);
+            j->k->quantize_q8_32(xt, dst, j->x->ne0);
     }
 }
 
@@ -254,7 +255,7 @@ static brasa_status quantize_activations(cpu_impl *c, const bk_tensor *x, bool k
         c->act = p;
         c->act_cap = need;
     }
-    quantize_job job = { x, (char *)c->act + offset, row_bytes, k_quant };
+    quantize_job job = { c->k, x, (char *)c->act + offset, row_bytes, k_quant };
     if (x->ne1 >= MATMUL_REUSE_MIN_TOKENS)
         pool_run(c->pool, quantize_part, &job);
     else

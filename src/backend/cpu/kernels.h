@@ -30,10 +30,14 @@ typedef struct act_q8_256 {
     int8_t q[256];
 } act_q8_256;
 
-/* Quantizes n floats (a multiple of 32 or 256) with round-to-nearest, ties away from zero; one
- * implementation for every path, so paths differ only in their products. */
+/* The scalar quantizers: n floats (a multiple of 32 or 256), round to nearest with ties away from
+ * zero; NaN becomes code 0 and infinite blocks all zeros. Each path's table has its own, which
+ * must give these bytes exactly (tested), so paths differ only in their products. */
 void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n);
 void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n);
+/* The scales both take from a block's (sub-blocks') largest magnitude, shared by every path. */
+void cpu_q8_32_scale(float amax, float *d, float *id);
+void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]);
 
 typedef struct cpu_kernels {
     const char *name;
@@ -41,6 +45,9 @@ typedef struct cpu_kernels {
     float (*dot_f32)(const float *a, const float *b, int64_t n);
     /* y[i] += a * x[i] (attention's weighted sum of values) */
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
+    /* the activation quantizers above, bit for bit; never NULL */
+    void (*quantize_q8_32)(const float *x, act_q8_32 *out, int64_t n);
+    void (*quantize_q8_256)(const float *x, act_q8_256 *out, int64_t n);
     /* sum_i dequant(row)[i] * x[i] straight from the blocks (n a whole number of blocks); NULL for
      * types without a fused kernel, which fall back to dequantize + dot_f32 */
     float (*dot_row[QUANT_TYPE_COUNT])(const void *row, const float *x, int64_t n);

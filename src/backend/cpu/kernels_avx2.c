@@ -314,6 +314,82 @@ AVX2 static void gemm_f32(const float *w, size_t ws, int64_t n_rows, const float
             y[(size_t)t * ys + (size_t)r] = dot8(w + (size_t)r * ws, x + (size_t)t * xs, k);
 }
 
+/* ---- activation quantizers: the scalar ones' bytes, eight floats at a time ---- */
+
+AVX2 static inline __m256 abs_ps(__m256 v) {
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+}
+
+/* The largest |x| of 32 floats; NaN is passed over as the scalar loop does (max_ps returns its
+ * second operand when either is NaN). */
+AVX2 static inline float amax32(const float *x) {
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < 32; i += 8)
+        m = _mm256_max_ps(abs_ps(_mm256_loadu_ps(x + i)), m);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ps(h, _mm_shuffle_ps(h, h, 1));
+    return _mm_cvtss_f32(h);
+}
+
+/* x * id rounded as roundf rounds (half away from zero: trunc, then one step out when the exact
+ * remainder is at least a half), NaN to 0, clamped to +-127, as int32 lanes. */
+AVX2 static inline __m256i round8(const float *x, __m256 id) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x), id);
+    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 half = _mm256_cmp_ps(abs_ps(_mm256_sub_ps(v, t)), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m256 step = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
+    __m256 r = _mm256_add_ps(t, _mm256_and_ps(half, step));
+    r = _mm256_and_ps(r, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
+    r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+    return _mm256_cvtps_epi32(r);
+}
+
+/* 32 codes from four int32 vectors, in order, and their sum. */
+AVX2 static inline int32_t pack32(__m256i a, __m256i b, __m256i c, __m256i d, int8_t *q) {
+    const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
+    const __m256i p = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)q, p);
+    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d));
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+    return _mm_cvtsi128_si32(h);
+}
+
+AVX2 static void quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
+    for (int64_t b = 0; b < n / 32; b++, x += 32) {
+        float d, id;
+        cpu_q8_32_scale(amax32(x), &d, &id);
+        const __m256 idv = _mm256_set1_ps(id);
+        const int32_t sum = pack32(round8(x, idv), round8(x + 8, idv), round8(x + 16, idv), round8(x + 24, idv), out[b].q);
+        out[b].d = d;
+        out[b].s = d * (float)sum;
+    }
+}
+
+AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++, x += 256) {
+        float sub[8], id[8];
+        for (int j = 0; j < 8; j++)
+            sub[j] = amax32(x + 32 * j);
+        cpu_q8_256_scales(sub, &out[b].d, out[b].s, id);
+        for (int j = 0; j < 8; j++) {
+            const __m256 idv = _mm256_set1_ps(id[j]);
+            const float *xj = x + 32 * j;
+            const __m256i a = round8(xj, idv), c = round8(xj + 8, idv), e = round8(xj + 16, idv), g = round8(xj + 24, idv);
+            pack32(a, c, e, g, out[b].q + 32 * j);
+            /* sums of each 16 codes */
+            const __m256i s0 = _mm256_add_epi32(a, c), s1 = _mm256_add_epi32(e, g);
+            const __m256i h = _mm256_hadd_epi32(s0, s1); /* lanes: s0 pairs, s1 pairs, per 128 half */
+            const __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const __m128i r = _mm_hadd_epi32(q, q);
+            out[b].bsums[2 * j] = (int16_t)_mm_cvtsi128_si32(r);
+            out[b].bsums[2 * j + 1] = (int16_t)_mm_extract_epi32(r, 1);
+        }
+    }
+}
+
 /* ---- integer products with 8-bit activations ---- */
 
 /* How far ahead in a weight row the integer kernels ask for memory: the hardware prefetcher
@@ -700,6 +776,8 @@ static const cpu_kernels avx2 = {
     .name = "avx2",
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
+    .quantize_q8_32 = quantize_q8_32,
+    .quantize_q8_256 = quantize_q8_256,
     .gemm_f32 = gemm_f32,
     .dot_row = {
         [QUANT_F32] = dot_f32_row, [QUANT_F16] = dot_f16, [QUANT_Q4_0] = dot_q4_0, [QUANT_Q4_1] = dot_q4_1,

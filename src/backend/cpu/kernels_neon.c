@@ -235,6 +235,8 @@ static const cpu_kernels NEON_TABLE = {
     .name = NEON_NAME,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
+    .quantize_q8_32 = cpu_quantize_q8_32, /* scalar: NEON versions are still to come */
+    .quantize_q8_256 = cpu_quantize_q8_256,
     .gemm_f32 = gemm_f32,
     .dot_row = {
         [QUANT_F32] = dot_f32_row, [QUANT_Q4_0] = dot_q4_0, [QUANT_Q4_1] = dot_q4_1, [QUANT_Q8_0] = dot_q8_0,

@@ -77,16 +77,41 @@ static void gemm_f32_scalar(const float *w, size_t ws, int64_t n_rows, const flo
 /* ---- 8-bit activations ---- */
 
 static int8_t round_q(float v) {
+    if (v != v)
+        return 0; /* NaN (a broken model's activations): no code to convert, and no undefined cast */
     float r = roundf(v);
     return (int8_t)(r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
 }
 
-void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
+void cpu_q8_32_scale(float amax, float *d, float *id) {
+    if (!(amax < INFINITY))
+        amax = 0.0f; /* infinite activations: all codes 0 rather than a NaN scale */
+    *d = amax / 127.0f;
+    *id = *d > 0.0f ? 1.0f / *d : 0.0f;
+}
+
+void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]) {
+    float amax = 0.0f;
+    for (int j = 0; j < 8; j++)
+        amax = sub[j] > amax ? sub[j] : amax;
+    if (!(amax < INFINITY))
+        amax = 0.0f;
+    /* the largest sub-block gets s = 127 and codes up to 127; smaller ones a smaller s */
+    *d = amax / (127.0f * 127.0f);
+    for (int j = 0; j < 8; j++) {
+        float sj = amax > 0.0f ? ceilf(127.0f * sub[j] / amax) : 1.0f;
+        sj = sj < 1.0f ? 1.0f : sj > 127.0f ? 127.0f : sj;
+        s[j] = (int16_t)sj;
+        id[j] = *d > 0.0f ? 1.0f / (*d * sj) : 0.0f;
+    }
+}
+
+static void quantize_q8_32_scalar(const float *x, act_q8_32 *out, int64_t n) {
     for (int64_t b = 0; b < n / 32; b++, x += 32) {
-        float amax = 0.0f;
+        float amax = 0.0f, d, id;
         for (int i = 0; i < 32; i++)
             amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
-        const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+        cpu_q8_32_scale(amax, &d, &id);
         int32_t sum = 0;
         for (int i = 0; i < 32; i++) {
             out[b].q[i] = round_q(x[i] * id);
@@ -97,31 +122,29 @@ void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
     }
 }
 
-void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
+static void quantize_q8_256_scalar(const float *x, act_q8_256 *out, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256) {
-        float amax = 0.0f, sub[8] = { 0 };
+        float sub[8] = { 0 }, id[8];
         for (int i = 0; i < 256; i++)
             sub[i / 32] = fabsf(x[i]) > sub[i / 32] ? fabsf(x[i]) : sub[i / 32];
-        for (int j = 0; j < 8; j++)
-            amax = sub[j] > amax ? sub[j] : amax;
-        /* the largest sub-block gets s = 127 and codes up to 127; smaller ones a smaller s */
-        const float d = amax / (127.0f * 127.0f);
-        for (int j = 0; j < 8; j++) {
-            float sj = amax > 0.0f ? ceilf(127.0f * sub[j] / amax) : 1.0f;
-            sj = sj < 1.0f ? 1.0f : sj > 127.0f ? 127.0f : sj;
-            out[b].s[j] = (int16_t)sj;
-            const float id = d > 0.0f ? 1.0f / (d * sj) : 0.0f;
-            for (int i = 32 * j; i < 32 * j + 32; i++)
-                out[b].q[i] = round_q(x[i] * id);
-        }
+        cpu_q8_256_scales(sub, &out[b].d, out[b].s, id);
+        for (int i = 0; i < 256; i++)
+            out[b].q[i] = round_q(x[i] * id[i / 32]);
         for (int g = 0; g < 16; g++) {
             int32_t sum = 0;
             for (int i = 0; i < 16; i++)
                 sum += out[b].q[16 * g + i];
             out[b].bsums[g] = (int16_t)sum;
         }
-        out[b].d = d;
     }
+}
+
+void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
+    quantize_q8_32_scalar(x, out, n);
+}
+
+void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
+    quantize_q8_256_scalar(x, out, n);
 }
 
 /* The scalar integer products: exact integer sums per block, then the block's float scales. */
@@ -308,6 +331,8 @@ static const cpu_kernels scalar = {
     .name = "scalar",
     .dot_f32 = dot_f32_scalar,
     .axpy_f32 = axpy_f32_scalar,
+    .quantize_q8_32 = quantize_q8_32_scalar,
+    .quantize_q8_256 = quantize_q8_256_scalar,
     .gemm_f32 = gemm_f32_scalar,
     .dot_row = {
         [QUANT_F32] = dot_row_f32, [QUANT_F16] = dot_row_f16, [QUANT_BF16] = dot_row_bf16,
