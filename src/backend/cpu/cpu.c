@@ -1,8 +1,8 @@
-/* cpu.c: the CPU device. Kernels split their work across the thread pool by output rows (matmul)
- * or by (token, head) (attention), so every output value is computed by exactly one thread in a
- * fixed order: results are bit-identical for any thread count. Per-thread scratch grows on first
- * use and is then reused, so the per-token path does not allocate.
- * These are the plain kernels; SIMD variants will be chosen at start-up behind the same table. */
+/* cpu.c: the CPU device. Products split their work across the thread pool by chunks of output
+ * rows and attention by (token, heads) or key ranges, so every output value is computed by exactly
+ * one thread in a fixed order: results are bit-identical for any thread count. Per-thread scratch
+ * grows on first use and is then reused, so the per-token path does not allocate. The arithmetic
+ * itself comes from the instruction-set path's kernel table (kernels.h), chosen at creation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

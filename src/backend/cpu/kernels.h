@@ -1,7 +1,7 @@
-/* kernels.h: the CPU kernel table. Each instruction-set path (scalar, AVX2) fills one table with the
- * same signatures; the table is chosen once per device from the CPU's features, or forced by the
- * BRASA_CPU_KERNELS environment variable (scalar, avx2, neon, neon-dotprod) so tests can compare every path with the
- * scalar reference on one machine. */
+/* kernels.h: the CPU kernel table. Each instruction-set path (scalar, AVX2, NEON, NEON with sdot)
+ * fills one table with the same signatures; the table is chosen once per device from the CPU's
+ * features, or forced by the BRASA_CPU_KERNELS environment variable (scalar, avx2, neon,
+ * neon-dotprod) so tests can compare every path with the scalar reference on one machine. */
 #ifndef BRASA_CPU_KERNELS_H
 #define BRASA_CPU_KERNELS_H
 
@@ -27,6 +27,7 @@ typedef struct act_q8_256 {
     float d;
     int16_t bsums[16]; /* sums of each 16 codes q */
     int16_t s[8];      /* sub-block scales */
+    int16_t sp[16];    /* the same, each twice (one per 16 values): the layout the kernels multiply by */
     int8_t q[256];
 } act_q8_256;
 

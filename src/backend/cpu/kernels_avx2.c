@@ -2,10 +2,11 @@
  * per-function target attributes, so the default build still runs on any x86-64 and this code is
  * only called after cpu_kernels_select has seen the features.
  *
- * Block dot products work on the blocks directly: codes are unpacked to bytes in registers, widened
- * to floats and multiplied with the float activations, and each block's (or sub-block's) sum is
- * scaled once. Activations stay in float, so results differ from the scalar reference only by the
- * order of additions (tested in test_cpu_kernels). */
+ * Block dot products work on the blocks directly, in two kinds. With float activations, codes are
+ * unpacked to bytes in registers, widened to floats and multiplied with the activations; results
+ * differ from the scalar reference only by the order of additions. With 8-bit activations (the
+ * default), maddubs/madd form exact integer sums per block or sub-block and only the scaling is
+ * float. Both are tested against the scalar path in test_cpu_kernels. */
 #include "backend/cpu/kernels.h"
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
@@ -374,6 +375,8 @@ AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
         for (int j = 0; j < 8; j++)
             sub[j] = amax32(x + 32 * j);
         cpu_q8_256_scales(sub, &out[b].d, out[b].s, id);
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)out[b].s);
+        _mm256_storeu_si256((__m256i *)out[b].sp, _mm256_set_m128i(_mm_unpackhi_epi16(s8, s8), _mm_unpacklo_epi16(s8, s8)));
         for (int j = 0; j < 8; j++) {
             const __m256 idv = _mm256_set1_ps(id[j]);
             const float *xj = x + 32 * j;
@@ -544,15 +547,14 @@ AVX2 static inline __m256i dot_scaled(__m256i u, __m256i s, __m256i scale16) {
 /* An activation block's sub-scales as 16-bit lanes, each twice (s0 s0 s1 s1 ... s7 s7): one per
  * 16 values, as the minimums and the Q6_K scales are laid out. */
 AVX2 static inline __m256i act_scales_pairs(const act_q8_256 *x) {
-    const __m128i s = _mm_loadu_si128((const __m128i *)x->s);
-    return _mm256_set_m128i(_mm_unpackhi_epi16(s, s), _mm_unpacklo_epi16(s, s));
+    return _mm256_loadu_si256((const __m256i *)x->sp);
 }
 
 AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
     const block_q4_K *w = row;
     const act_q8_256 *x = xq;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
@@ -576,17 +578,19 @@ AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
                                           _mm256_shuffle_epi8(scales, lane16_mask(2 * j + 1)));
             isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(isum), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].dmin) * x[b].d), i32_ps(pm), accm);
+        /* (d_w * sums - dmin_w * minimum sums) * d_x: the weights' part, then the activations' */
+        const __m256 wpart = _mm256_fnmadd_ps(_mm256_set1_ps(h2f(w[b].dmin)), i32_ps(pm),
+                                              _mm256_mul_ps(_mm256_set1_ps(h2f(w[b].d)), i32_ps(isum)));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(x[b].d), wpart, acc);
     }
-    return hsum(_mm256_sub_ps(acc, accm));
+    return hsum(acc);
 }
 
 AVX2 static float q8_q5_K(const void *row, const void *xq, int64_t n) {
     const block_q5_K *w = row;
     const act_q8_256 *x = xq;
     const __m256i m4 = _mm256_set1_epi8(0x0f), five = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         uint32_t sm[4];
         quant_k_scales_words(w[b].scales, sm);
@@ -610,10 +614,12 @@ AVX2 static float q8_q5_K(const void *row, const void *xq, int64_t n) {
                                           _mm256_shuffle_epi8(scales, lane16_mask(2 * j + 1)));
             isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].d) * x[b].d), i32_ps(isum), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[b].dmin) * x[b].d), i32_ps(pm), accm);
+        /* (d_w * sums - dmin_w * minimum sums) * d_x: the weights' part, then the activations' */
+        const __m256 wpart = _mm256_fnmadd_ps(_mm256_set1_ps(h2f(w[b].dmin)), i32_ps(pm),
+                                              _mm256_mul_ps(_mm256_set1_ps(h2f(w[b].d)), i32_ps(isum)));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(x[b].d), wpart, acc);
     }
-    return hsum(_mm256_sub_ps(acc, accm));
+    return hsum(acc);
 }
 
 AVX2 static float q8_q6_K(const void *row, const void *xq, int64_t n) {
@@ -689,9 +695,9 @@ AVX2 static void q8x4_q4_K(const void *row, const void *xq, size_t xs, int64_t n
     for (int t = 0; t < X4; t++)
         x[t] = (const act_q8_256 *)((const char *)xq + t * xs);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc[X4], accm[X4];
+    __m256 acc[X4];
     for (int t = 0; t < X4; t++)
-        acc[t] = accm[t] = _mm256_setzero_ps();
+        acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         uint32_t sm[4];
         quant_k_scales_words(w[b].scales, sm);
@@ -714,16 +720,16 @@ AVX2 static void q8x4_q4_K(const void *row, const void *xq, size_t xs, int64_t n
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
             }
         }
-        const float dw = h2f(w[b].d), dmw = h2f(w[b].dmin);
+        const __m256 dwv = _mm256_set1_ps(h2f(w[b].d)), dmv = _mm256_set1_ps(h2f(w[b].dmin));
         for (int t = 0; t < X4; t++) {
             const __m256i pm = _mm256_madd_epi16(_mm256_mullo_epi16(mins, act_scales_pairs(&x[t][b])),
                                                  _mm256_loadu_si256((const __m256i *)x[t][b].bsums));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t][b].d), i32_ps(isum[t]), acc[t]);
-            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmw * x[t][b].d), i32_ps(pm), accm[t]);
+            const __m256 wpart = _mm256_fnmadd_ps(dmv, i32_ps(pm), _mm256_mul_ps(dwv, i32_ps(isum[t])));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[t][b].d), wpart, acc[t]);
         }
     }
     for (int t = 0; t < X4; t++)
-        y[t * ys] = hsum(_mm256_sub_ps(acc[t], accm[t]));
+        y[t * ys] = hsum(acc[t]);
 }
 
 AVX2 static void q8x4_q6_K(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {

@@ -128,6 +128,8 @@ static void quantize_q8_256_scalar(const float *x, act_q8_256 *out, int64_t n) {
         for (int i = 0; i < 256; i++)
             sub[i / 32] = fabsf(x[i]) > sub[i / 32] ? fabsf(x[i]) : sub[i / 32];
         cpu_q8_256_scales(sub, &out[b].d, out[b].s, id);
+        for (int j = 0; j < 16; j++)
+            out[b].sp[j] = out[b].s[j / 2];
         for (int i = 0; i < 256; i++)
             out[b].q[i] = round_q(x[i] * id[i / 32]);
         for (int g = 0; g < 16; g++) {
