@@ -310,6 +310,56 @@ int main(void) {
                 failed++;
         }
     }
+    /* eight rows at once, through the path's own layout: within the float-order tolerance of the
+     * one-row products, for several widths and token counts */
+    for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+        if (!all[p] || !all_ok[p])
+            continue;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const uint32_t type = types[ti];
+            if (!all[p]->x8_gemm[type])
+                continue;
+            const quant_traits *t = quant_get(type);
+            for (int64_t nb = 1; nb <= 6; nb += 5) {
+                const int64_t k8 = nb * 256, ntok = nb == 1 ? 5 : 9;
+                const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size, xs = (size_t)(k8 / 256) * sizeof(act_q8_256);
+                uint8_t *rows8 = malloc(8 * rb), *packed = malloc(all[p]->x8_bytes[type](k8));
+                act_q8_256 *a8 = malloc((size_t)ntok * xs);
+                float y8[9 * 8];
+                for (int r = 0; r < 8; r++)
+                    fill_row(type, rows8 + r * rb, k8);
+                for (int64_t tok = 0; tok < ntok; tok++) {
+                    for (int64_t i = 0; i < k8; i++)
+                        x[i] = rnd_unit() * (i == 37 * tok ? 200.0f : 1.0f);
+                    cpu_quantize_q8_256(x, (act_q8_256 *)((char *)a8 + tok * xs), k8);
+                }
+                all[p]->x8_repack[type](rows8, rb, k8, packed);
+                all[p]->x8_gemm[type](packed, k8, a8, xs, ntok, y8, 8);
+                bool ok = true;
+                for (int64_t tok = 0; tok < ntok; tok++)
+                    for (int r = 0; r < 8; r++) {
+                        const float one = scalar->dot_q8[type](rows8 + r * rb, (char *)a8 + tok * xs, k8);
+                        quant_dequantize(type, rows8 + r * rb, w, k8);
+                        double mag = 0;
+                        const act_q8_256 *a = (const act_q8_256 *)((char *)a8 + tok * xs);
+                        for (int64_t i = 0; i < k8; i++)
+                            mag += fabs((double)w[i] * a[i / 256].d * a[i / 256].s[(i % 256) / 32] * a[i / 256].q[i % 256]);
+                        if (fabs((double)y8[tok * 8 + r] - one) > 1e-5 * mag + 1e-6) {
+                            ok = false;
+                            printf("FAIL %s x8 %s k=%lld token %lld row %d: %.9g, scalar %.9g\n", all[p]->name, t->name,
+                                   (long long)k8, (long long)tok, r, y8[tok * 8 + r], one);
+                        }
+                    }
+                if (ok)
+                    passed++;
+                else
+                    failed++;
+                free(rows8);
+                free(packed);
+                free(a8);
+            }
+        }
+    }
     free(act4);
     free(act);
     free(row);

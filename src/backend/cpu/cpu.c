@@ -147,9 +147,13 @@ typedef struct matmul_job {
  * that taking one stays cheap next to computing it. */
 #define MATMUL_CHUNKS_PER_THREAD 4
 
-/* At most this many rows per chunk in a batch: a chunk's weight rows stay in cache while every
- * token of the batch passes over them. */
+/* Rows per chunk in a batch: a chunk's weight rows stay in cache while every token of the batch
+ * passes over them. A multiple of 8 (the eight-row kernels). */
 #define MATMUL_BATCH_CHUNK_ROWS 16
+
+/* Tokens per pass over a chunk's eight-row groups: their activations (about 1.8 KB each for a
+ * 1536-wide row) stay in the second-level cache. */
+#define MATMUL_X8_TOKENS 64
 
 static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, int64_t hi, float *rows) {
     const bk_tensor *w = it->w, *x = j->x, *y = it->y;
@@ -163,13 +167,30 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
         void (*dot4)(const void *, const void *, size_t, int64_t, float *, size_t) = k->dot_q8_x4[w->type];
         float (*dot)(const void *, const void *, int64_t) = k->dot_q8[w->type];
         const size_t ab = it->act_row_bytes;
+        int64_t first = lo;
+        if (k->x8_gemm[w->type]) {
+            /* groups of eight rows in the path's interleaved layout, then tokens in blocks whose
+             * activations stay in cache while every group of the chunk passes over them */
+            const size_t gb = k->x8_bytes[w->type](w->ne0);
+            const int64_t n8 = (hi - lo) / 8;
+            for (int64_t g = 0; g < n8; g++)
+                k->x8_repack[w->type]((const char *)w->data + (size_t)(lo + 8 * g) * w->row_bytes, w->row_bytes, w->ne0,
+                                      (char *)rows + (size_t)g * gb);
+            for (int64_t t0 = 0; t0 < x->ne1; t0 += MATMUL_X8_TOKENS) {
+                const int64_t nt = x->ne1 - t0 < MATMUL_X8_TOKENS ? x->ne1 - t0 : MATMUL_X8_TOKENS;
+                for (int64_t g = 0; g < n8; g++)
+                    k->x8_gemm[w->type]((const char *)rows + (size_t)g * gb, w->ne0, it->act + (size_t)t0 * ab, ab, nt,
+                                        yd + (size_t)t0 * ys + (size_t)(lo + 8 * g), ys);
+            }
+            first = lo + 8 * n8; /* rows left over go four tokens at a time below */
+        }
         int64_t t = 0;
         for (; t + 4 <= x->ne1; t += 4)
-            for (int64_t o = lo; o < hi; o++)
+            for (int64_t o = first; o < hi; o++)
                 dot4((const char *)w->data + (size_t)o * w->row_bytes, it->act + (size_t)t * ab, ab, w->ne0,
                      yd + (size_t)t * ys + (size_t)o, ys);
         for (; t < x->ne1; t++)
-            for (int64_t o = lo; o < hi; o++)
+            for (int64_t o = first; o < hi; o++)
                 yd[(size_t)t * ys + (size_t)o] = dot((const char *)w->data + (size_t)o * w->row_bytes, it->act + (size_t)t * ab, w->ne0);
     } else if (it->act) {
         /* decode with 8-bit activations: integer products inside each block */
@@ -282,7 +303,14 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
         max_in = w->ne0 > max_in ? w->ne0 : max_in;
         max_rows = w->ne1 > max_rows ? w->ne1 : max_rows;
     }
-    brasa_status st = reserve_scratch(c, MATMUL_ROW_TILE * (size_t)max_in, err);
+    /* scratch: dequantized rows (float prefill) or a chunk's rows in an eight-row layout */
+    size_t need = MATMUL_ROW_TILE * (size_t)max_in;
+    for (int i = 0; i < n; i++)
+        if (c->k->x8_bytes[outs[i].w->type]) {
+            const size_t x8 = (MATMUL_BATCH_CHUNK_ROWS / 8) * c->k->x8_bytes[outs[i].w->type](outs[i].w->ne0) / sizeof(float) + 1;
+            need = x8 > need ? x8 : need;
+        }
+    brasa_status st = reserve_scratch(c, need, err);
     if (st != BRASA_OK)
         return st;
     /* 8-bit activations: at most two layouts (32- and 256-element blocks), each quantized once */
@@ -311,7 +339,7 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
     }
     const int64_t per = (int64_t)c->n_threads * MATMUL_CHUNKS_PER_THREAD;
     int64_t rows = (max_rows + per - 1) / per;
-    if (batch && rows > MATMUL_BATCH_CHUNK_ROWS)
+    if (batch) /* the same for any thread count: which rows go eight at a time must not depend on it */
         rows = MATMUL_BATCH_CHUNK_ROWS;
     job.chunk_rows = (rows + MATMUL_ROW_TILE - 1) / MATMUL_ROW_TILE * MATMUL_ROW_TILE;
     if (job.chunk_rows < MATMUL_ROW_TILE)

@@ -778,6 +778,127 @@ AVX2 static void q8x4_q5_K(const void *row, const void *xq, size_t xs, int64_t n
         y[t * ys] = q8_q5_K(row, (const char *)xq + t * xs, n);
 }
 
+/* ---- prefill by eight rows: Q4_K interleaved ----
+ * Eight weight rows are laid out so that each 32-bit lane of a vector holds four consecutive codes
+ * of one row: one maddubs multiplies four codes of all eight rows with the same four activation
+ * bytes (broadcast), and the eight groups of a 32-value sub-block add up in 16 bits
+ * (8 * 2 * 15 * 127 < 32768) before one madd applies each row's scale. Four tokens share each
+ * loaded code vector. Against the one-row kernels that leaves no shuffle and half the multiplies
+ * per token. The layout is built per chunk of rows in scratch memory, once per batch (an 8 x 8
+ * transpose of 32-bit words per sub-block), so the model file stays as it is. */
+typedef struct x8_q4_K {
+    uint8_t codes[8][8][32]; /* [sub-block][group of 4][row * 4 + i] */
+    int16_t sc[8][16];       /* [sub-block]: lanes 2r and 2r + 1 hold row r's scale */
+    float mn[8][8];          /* [sub-block][row] minimum */
+    float d[8], dmin[8];     /* [row] */
+} x8_q4_K;
+
+static size_t x8_bytes_q4_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8_q4_K);
+}
+
+/* Transposes 8 vectors of 8 32-bit words: out[g] word r = in[r] word g. */
+AVX2 static inline void transpose8x32(__m256i v[8]) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
+        v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+    }
+}
+
+AVX2 static void x8_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8_q4_K *p = packed;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < k / QK_K; b++) {
+        const block_q4_K *w[8];
+        for (int r = 0; r < 8; r++) {
+            w[r] = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+            uint8_t sc[8], mn[8];
+            quant_k_scales_unpack(w[r]->scales, sc, mn);
+            p[b].d[r] = h2f(w[r]->d);
+            p[b].dmin[r] = h2f(w[r]->dmin);
+            for (int s = 0; s < 8; s++) {
+                p[b].sc[s][2 * r] = p[b].sc[s][2 * r + 1] = sc[s];
+                p[b].mn[s][r] = (float)mn[s];
+            }
+        }
+        for (int j = 0; j < 4; j++) {
+            __m256i lo[8], hi[8];
+            for (int r = 0; r < 8; r++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[r]->qs + 32 * j));
+                lo[r] = _mm256_and_si256(raw, m4);                       /* sub-block 2j, in order */
+                hi[r] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4); /* sub-block 2j + 1 */
+            }
+            transpose8x32(lo);
+            transpose8x32(hi);
+            for (int g = 0; g < 8; g++) {
+                _mm256_storeu_si256((__m256i *)p[b].codes[2 * j][g], lo[g]);
+                _mm256_storeu_si256((__m256i *)p[b].codes[2 * j + 1][g], hi[g]);
+            }
+        }
+    }
+}
+
+/* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass. The 32-bit sums are converted to float
+ * every four sub-blocks, which keeps them below 2^31 (4 * 2 * 30480 * 63 * 127). */
+AVX2 static void x8_gemm_q4_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    const x8_q4_K *p = packed;
+    const int64_t nb = k / QK_K;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
+        const act_q8_256 *x[4];
+        for (int t = 0; t < 4; t++)
+            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
+        __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+        for (int64_t b = 0; b < nb; b++) {
+            const x8_q4_K *pb = p + b;
+            __m256i isum[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
+            for (int s = 0; s < 8; s++) {
+                __m256i a16[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
+                for (int g = 0; g < 8; g++) {
+                    const __m256i c = _mm256_loadu_si256((const __m256i *)pb->codes[s][g]);
+                    for (int t = 0; t < 4; t++) {
+                        int32_t four;
+                        memcpy(&four, x[t][b].q + 32 * s + 4 * g, 4);
+                        a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32(four)));
+                    }
+                }
+                const __m256i wsc = _mm256_loadu_si256((const __m256i *)pb->sc[s]);
+                for (int t = 0; t < 4; t++)
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16[t], _mm256_mullo_epi16(wsc, _mm256_set1_epi16(x[t][b].s[s]))));
+                if (s == 3 || s == 7) {
+                    const __m256 dw = _mm256_loadu_ps(pb->d);
+                    for (int t = 0; t < 4; t++) {
+                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[t][b].d)), i32_ps(isum[t]), acc[t]);
+                        isum[t] = _mm256_setzero_si256();
+                    }
+                }
+            }
+            /* minimums: per row, the sum over sub-blocks of min * (sub-scale * the sub-block's code sum) */
+            const __m256 dmin = _mm256_loadu_ps(pb->dmin);
+            for (int t = 0; t < 4; t++) {
+                __m256 m = _mm256_setzero_ps();
+                for (int s = 0; s < 8; s++)
+                    m = _mm256_fmadd_ps(_mm256_loadu_ps(pb->mn[s]),
+                                        _mm256_set1_ps((float)(x[t][b].s[s] * (x[t][b].bsums[2 * s] + x[t][b].bsums[2 * s + 1]))), m);
+                acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(x[t][b].d)), m, acc[t]);
+            }
+        }
+        for (int t = 0; t < nt; t++)
+            _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
+    }
+}
+
 static const cpu_kernels avx2 = {
     .name = "avx2",
     .dot_f32 = dot_f32,
@@ -794,6 +915,9 @@ static const cpu_kernels avx2 = {
         [QUANT_Q4_0] = q8_q4_0, [QUANT_Q4_1] = q8_q4_1, [QUANT_Q5_0] = q8_q5_0, [QUANT_Q5_1] = q8_q5_1, [QUANT_Q8_0] = q8_q8_0,
         [QUANT_Q4_K] = q8_q4_K, [QUANT_Q5_K] = q8_q5_K, [QUANT_Q6_K] = q8_q6_K,
     },
+    .x8_bytes = { [QUANT_Q4_K] = x8_bytes_q4_K },
+    .x8_repack = { [QUANT_Q4_K] = x8_repack_q4_K },
+    .x8_gemm = { [QUANT_Q4_K] = x8_gemm_q4_K },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
