@@ -322,28 +322,35 @@ int main(void) {
             const quant_traits *t = quant_get(type);
             for (int64_t nb = 1; nb <= 6; nb += 5) {
                 const int64_t k8 = nb * 256, ntok = nb == 1 ? 5 : 9;
-                const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size, xs = (size_t)(k8 / 256) * sizeof(act_q8_256);
+                const bool kq = t->block_size == QK_K;
+                const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size,
+                             xs = kq ? (size_t)(k8 / 256) * sizeof(act_q8_256) : (size_t)(k8 / 32) * sizeof(act_q8_32);
                 uint8_t *rows8 = malloc(8 * rb), *packed = malloc(all[p]->x8_bytes[type](k8));
-                act_q8_256 *a8 = malloc((size_t)ntok * xs);
+                char *a8 = malloc((size_t)ntok * xs);
                 float y8[9 * 8];
                 for (int r = 0; r < 8; r++)
                     fill_row(type, rows8 + r * rb, k8);
                 for (int64_t tok = 0; tok < ntok; tok++) {
                     for (int64_t i = 0; i < k8; i++)
                         x[i] = rnd_unit() * (i == 37 * tok ? 200.0f : 1.0f);
-                    cpu_quantize_q8_256(x, (act_q8_256 *)((char *)a8 + tok * xs), k8);
+                    if (kq)
+                        cpu_quantize_q8_256(x, (act_q8_256 *)(a8 + tok * xs), k8);
+                    else
+                        cpu_quantize_q8_32(x, (act_q8_32 *)(a8 + tok * xs), k8);
                 }
                 all[p]->x8_repack[type](rows8, rb, k8, packed);
                 all[p]->x8_gemm[type](packed, k8, a8, xs, ntok, y8, 8);
                 bool ok = true;
                 for (int64_t tok = 0; tok < ntok; tok++)
                     for (int r = 0; r < 8; r++) {
-                        const float one = scalar->dot_q8[type](rows8 + r * rb, (char *)a8 + tok * xs, k8);
+                        const float one = scalar->dot_q8[type](rows8 + r * rb, a8 + tok * xs, k8);
                         quant_dequantize(type, rows8 + r * rb, w, k8);
                         double mag = 0;
-                        const act_q8_256 *a = (const act_q8_256 *)((char *)a8 + tok * xs);
+                        const act_q8_256 *a = (const act_q8_256 *)(a8 + tok * xs);
+                        const act_q8_32 *a32 = (const act_q8_32 *)(a8 + tok * xs);
                         for (int64_t i = 0; i < k8; i++)
-                            mag += fabs((double)w[i] * a[i / 256].d * a[i / 256].s[(i % 256) / 32] * a[i / 256].q[i % 256]);
+                            mag += fabs((double)w[i] * (kq ? a[i / 256].d * a[i / 256].s[(i % 256) / 32] * a[i / 256].q[i % 256]
+                                                           : a32[i / 32].d * a32[i / 32].q[i % 32]));
                         if (fabs((double)y8[tok * 8 + r] - one) > 1e-5 * mag + 1e-6) {
                             ok = false;
                             printf("FAIL %s x8 %s k=%lld token %lld row %d: %.9g, scalar %.9g\n", all[p]->name, t->name,

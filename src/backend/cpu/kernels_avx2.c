@@ -899,6 +899,120 @@ AVX2 static void x8_gemm_q4_K(const void *packed, int64_t k, const void *xq, siz
     }
 }
 
+/* The same for the 32-value formats with 4- and 5-bit codes: each block's eight groups of four
+ * codes per row, the row's scale, and the row's constant term per unit of the activations' d * sum
+ * (-8 d for Q4_0, -16 d for Q5_0, the minimum for Q4_1 and Q5_1). Sums stay in 16 bits for four
+ * groups of 5-bit codes (4 * 2 * 31 * 127) and all eight of 4-bit ones. */
+typedef struct x8_b32 {
+    uint8_t codes[8][32]; /* [group of 4][row * 4 + i] */
+    float d[8], c[8];     /* [row] */
+} x8_b32;
+
+static size_t x8_bytes_b32(int64_t k) {
+    return (size_t)(k / 32) * sizeof(x8_b32);
+}
+
+/* The 32 codes of a block in order (as bytes 0-31), its scale and its constant term. */
+AVX2 static inline __m256i b32_codes(uint32_t type, const void *blk, float *d, float *c) {
+    switch (type) {
+    case QUANT_Q4_0: {
+        const block_q4_0 *b = blk;
+        *d = h2f(b->d);
+        *c = -8.0f * *d;
+        return codes_q4(b);
+    }
+    case QUANT_Q4_1: {
+        const block_q4_1 *b = blk;
+        *d = h2f(b->d);
+        *c = h2f(b->m);
+        return codes_q4_1(b);
+    }
+    case QUANT_Q5_0: {
+        const block_q5_0 *b = blk;
+        *d = h2f(b->d);
+        *c = -16.0f * *d;
+        return codes_q5_0(b);
+    }
+    default: {
+        const block_q5_1 *b = blk;
+        *d = h2f(b->d);
+        *c = h2f(b->m);
+        return codes_q5_1(b);
+    }
+    }
+}
+
+AVX2 static void x8_repack_b32(uint32_t type, size_t block_bytes, const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8_b32 *p = packed;
+    for (int64_t b = 0; b < k / 32; b++) {
+        __m256i v[8];
+        for (int r = 0; r < 8; r++)
+            v[r] = b32_codes(type, (const char *)rows + (size_t)r * row_bytes + (size_t)b * block_bytes, &p[b].d[r], &p[b].c[r]);
+        transpose8x32(v);
+        for (int g = 0; g < 8; g++)
+            _mm256_storeu_si256((__m256i *)p[b].codes[g], v[g]);
+    }
+}
+
+AVX2 static void x8_repack_q4_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8_repack_b32(QUANT_Q4_0, sizeof(block_q4_0), rows, row_bytes, k, packed);
+}
+AVX2 static void x8_repack_q4_1(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8_repack_b32(QUANT_Q4_1, sizeof(block_q4_1), rows, row_bytes, k, packed);
+}
+AVX2 static void x8_repack_q5_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8_repack_b32(QUANT_Q5_0, sizeof(block_q5_0), rows, row_bytes, k, packed);
+}
+AVX2 static void x8_repack_q5_1(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8_repack_b32(QUANT_Q5_1, sizeof(block_q5_1), rows, row_bytes, k, packed);
+}
+
+/* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass; five_bit: add up four groups at a time */
+AVX2 static inline void x8_gemm_b32(bool five_bit, const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok,
+                                    float *y, size_t ys) {
+    const x8_b32 *p = packed;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
+        const act_q8_32 *x[4];
+        for (int t = 0; t < 4; t++)
+            x[t] = (const act_q8_32 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
+        __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+        for (int64_t b = 0; b < k / 32; b++) {
+            __m256i a16[4], i32[4];
+            for (int t = 0; t < 4; t++)
+                a16[t] = i32[t] = _mm256_setzero_si256();
+            for (int g = 0; g < 8; g++) {
+                const __m256i c = _mm256_loadu_si256((const __m256i *)p[b].codes[g]);
+                for (int t = 0; t < 4; t++) {
+                    int32_t four;
+                    memcpy(&four, x[t][b].q + 4 * g, 4);
+                    a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32(four)));
+                }
+                if (g == 7 || (five_bit && g == 3))
+                    for (int t = 0; t < 4; t++) {
+                        i32[t] = _mm256_add_epi32(i32[t], _mm256_madd_epi16(a16[t], ones));
+                        a16[t] = _mm256_setzero_si256();
+                    }
+            }
+            const __m256 d = _mm256_loadu_ps(p[b].d), cst = _mm256_loadu_ps(p[b].c);
+            for (int t = 0; t < 4; t++) {
+                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][b].d)), i32_ps(i32[t]), acc[t]);
+                acc[t] = _mm256_fmadd_ps(cst, _mm256_set1_ps(x[t][b].s), acc[t]);
+            }
+        }
+        for (int t = 0; t < nt; t++)
+            _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
+    }
+}
+
+AVX2 static void x8_gemm_b4(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8_gemm_b32(false, packed, k, xq, xs, n_tok, y, ys);
+}
+AVX2 static void x8_gemm_b5(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8_gemm_b32(true, packed, k, xq, xs, n_tok, y, ys);
+}
+
 static const cpu_kernels avx2 = {
     .name = "avx2",
     .dot_f32 = dot_f32,
@@ -915,9 +1029,18 @@ static const cpu_kernels avx2 = {
         [QUANT_Q4_0] = q8_q4_0, [QUANT_Q4_1] = q8_q4_1, [QUANT_Q5_0] = q8_q5_0, [QUANT_Q5_1] = q8_q5_1, [QUANT_Q8_0] = q8_q8_0,
         [QUANT_Q4_K] = q8_q4_K, [QUANT_Q5_K] = q8_q5_K, [QUANT_Q6_K] = q8_q6_K,
     },
-    .x8_bytes = { [QUANT_Q4_K] = x8_bytes_q4_K },
-    .x8_repack = { [QUANT_Q4_K] = x8_repack_q4_K },
-    .x8_gemm = { [QUANT_Q4_K] = x8_gemm_q4_K },
+    .x8_bytes = {
+        [QUANT_Q4_0] = x8_bytes_b32, [QUANT_Q4_1] = x8_bytes_b32, [QUANT_Q5_0] = x8_bytes_b32, [QUANT_Q5_1] = x8_bytes_b32,
+        [QUANT_Q4_K] = x8_bytes_q4_K,
+    },
+    .x8_repack = {
+        [QUANT_Q4_0] = x8_repack_q4_0, [QUANT_Q4_1] = x8_repack_q4_1, [QUANT_Q5_0] = x8_repack_q5_0, [QUANT_Q5_1] = x8_repack_q5_1,
+        [QUANT_Q4_K] = x8_repack_q4_K,
+    },
+    .x8_gemm = {
+        [QUANT_Q4_0] = x8_gemm_b4, [QUANT_Q4_1] = x8_gemm_b4, [QUANT_Q5_0] = x8_gemm_b5, [QUANT_Q5_1] = x8_gemm_b5,
+        [QUANT_Q4_K] = x8_gemm_q4_K,
+    },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
