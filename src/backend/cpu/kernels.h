@@ -74,6 +74,15 @@ typedef struct cpu_kernels {
     void (*x8_gemm[QUANT_TYPE_COUNT])(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys);
 } cpu_kernels;
 
+/* A four-token product (dot_q8_x4) made of four one-token ones, for formats or paths without a
+ * tile that shares the unpacking: bit for bit dot_q8 by construction. attr: the path's function
+ * attributes (its instruction-set target), or nothing. */
+#define CPU_Q8_X4_OF(attr, x4, one)                                                                     \
+    attr static void x4(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {  \
+        for (int t = 0; t < 4; t++)                                                                     \
+            y[(size_t)t * ys] = one(row, (const char *)xq + (size_t)t * xs, n);                         \
+    }
+
 /* What this CPU and operating system support (x86: cpuid and xgetbv). */
 typedef struct cpu_features {
     bool avx, avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, neon, dotprod;

@@ -550,75 +550,58 @@ AVX2 static inline __m256i act_scales_pairs(const act_q8_256 *x) {
     return _mm256_loadu_si256((const __m256i *)x->sp);
 }
 
+/* One Q4_K or Q5_K block (qh NULL for Q4_K; both callers pass a constant, so the test folds away)
+ * added to acc. */
+AVX2 static inline __m256 q8_block_q45_K(const void *blk, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+                                         uint16_t d, uint16_t dmin, const act_q8_256 *x, __m256 acc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), five = _mm256_set1_epi8(0x10);
+    _mm_prefetch((const char *)blk + PREFETCH_AHEAD, _MM_HINT_T0);
+    _mm_prefetch((const char *)blk + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+    _mm_prefetch((const char *)blk + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+    uint32_t sm[4];
+    quant_k_scales_words(scales, sm);
+    const __m128i v = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
+    /* weight scale times activation sub-scale, per 32 values (at most 63 * 127) */
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_mullo_epi16(_mm_cvtepu8_epi16(v), _mm_loadu_si128((const __m128i *)x->s)));
+    /* minimums: each covers two 16-value sums of the activations */
+    const __m256i mins = _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)), act_scales_pairs(x));
+    const __m256i pm = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)x->bsums));
+    const __m256i high = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+    __m256i isum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++) {
+        const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+        __m256i q_lo = _mm256_and_si256(raw, m4), q_hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        if (qh) { /* Q5_K: bit 2j (2j + 1) of qh[l] is the fifth bit of element l of sub-block 2j (2j + 1) */
+            const __m256i bit_lo = _mm256_set1_epi8((char)(1 << (2 * j))), bit_hi = _mm256_set1_epi8((char)(1 << (2 * j + 1)));
+            q_lo = _mm256_or_si256(q_lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(high, bit_lo), bit_lo), five));
+            q_hi = _mm256_or_si256(q_hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(high, bit_hi), bit_hi), five));
+        }
+        const __m256i p0 = dot_scaled(q_lo, _mm256_loadu_si256((const __m256i *)(x->q + 64 * j)),
+                                      _mm256_shuffle_epi8(sc, lane16_mask(2 * j)));
+        const __m256i p1 = dot_scaled(q_hi, _mm256_loadu_si256((const __m256i *)(x->q + 64 * j + 32)),
+                                      _mm256_shuffle_epi8(sc, lane16_mask(2 * j + 1)));
+        isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+    }
+    /* (d_w * sums - dmin_w * minimum sums) * d_x: the weights' part, then the activations' */
+    const __m256 wpart = _mm256_fnmadd_ps(_mm256_set1_ps(h2f(dmin)), i32_ps(pm), _mm256_mul_ps(_mm256_set1_ps(h2f(d)), i32_ps(isum)));
+    return _mm256_fmadd_ps(_mm256_set1_ps(x->d), wpart, acc);
+}
+
 AVX2 static float q8_q4_K(const void *row, const void *xq, int64_t n) {
     const block_q4_K *w = row;
     const act_q8_256 *x = xq;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD + 128, _MM_HINT_T0);
-        uint32_t sm[4];
-        quant_k_scales_words(w[b].scales, sm);
-        const __m128i v = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
-        /* weight scale times activation sub-scale, per 32 values (at most 63 * 127) */
-        const __m256i scales = _mm256_broadcastsi128_si256(
-            _mm_mullo_epi16(_mm_cvtepu8_epi16(v), _mm_loadu_si128((const __m128i *)x[b].s)));
-        /* minimums: each covers two 16-value sums of the activations */
-        const __m256i mins = _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)), act_scales_pairs(&x[b]));
-        const __m256i pm = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)x[b].bsums));
-        __m256i isum = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j));
-            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j + 32));
-            const __m256i p0 = dot_scaled(_mm256_and_si256(raw, m4), x0, _mm256_shuffle_epi8(scales, lane16_mask(2 * j)));
-            const __m256i p1 = dot_scaled(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), x1,
-                                          _mm256_shuffle_epi8(scales, lane16_mask(2 * j + 1)));
-            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
-        }
-        /* (d_w * sums - dmin_w * minimum sums) * d_x: the weights' part, then the activations' */
-        const __m256 wpart = _mm256_fnmadd_ps(_mm256_set1_ps(h2f(w[b].dmin)), i32_ps(pm),
-                                              _mm256_mul_ps(_mm256_set1_ps(h2f(w[b].d)), i32_ps(isum)));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(x[b].d), wpart, acc);
-    }
+    for (int64_t b = 0; b < n / QK_K; b++)
+        acc = q8_block_q45_K(&w[b], w[b].scales, w[b].qs, NULL, w[b].d, w[b].dmin, &x[b], acc);
     return hsum(acc);
 }
 
 AVX2 static float q8_q5_K(const void *row, const void *xq, int64_t n) {
     const block_q5_K *w = row;
     const act_q8_256 *x = xq;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), five = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        uint32_t sm[4];
-        quant_k_scales_words(w[b].scales, sm);
-        const __m128i v = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
-        const __m256i scales = _mm256_broadcastsi128_si256(
-            _mm_mullo_epi16(_mm_cvtepu8_epi16(v), _mm_loadu_si128((const __m128i *)x[b].s)));
-        const __m256i mins = _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)), act_scales_pairs(&x[b]));
-        const __m256i pm = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)x[b].bsums));
-        const __m256i qh = _mm256_loadu_si256((const __m256i *)w[b].qh);
-        __m256i isum = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
-            const __m256i bit_lo = _mm256_set1_epi8((char)(1 << (2 * j))), bit_hi = _mm256_set1_epi8((char)(1 << (2 * j + 1)));
-            const __m256i h_lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_lo), bit_lo), five);
-            const __m256i h_hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_hi), bit_hi), five);
-            const __m256i q_lo = _mm256_or_si256(_mm256_and_si256(raw, m4), h_lo);
-            const __m256i q_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h_hi);
-            const __m256i p0 = dot_scaled(q_lo, _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j)),
-                                          _mm256_shuffle_epi8(scales, lane16_mask(2 * j)));
-            const __m256i p1 = dot_scaled(q_hi, _mm256_loadu_si256((const __m256i *)(x[b].q + 64 * j + 32)),
-                                          _mm256_shuffle_epi8(scales, lane16_mask(2 * j + 1)));
-            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
-        }
-        /* (d_w * sums - dmin_w * minimum sums) * d_x: the weights' part, then the activations' */
-        const __m256 wpart = _mm256_fnmadd_ps(_mm256_set1_ps(h2f(w[b].dmin)), i32_ps(pm),
-                                              _mm256_mul_ps(_mm256_set1_ps(h2f(w[b].d)), i32_ps(isum)));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(x[b].d), wpart, acc);
-    }
+    for (int64_t b = 0; b < n / QK_K; b++)
+        acc = q8_block_q45_K(&w[b], w[b].scales, w[b].qs, w[b].qh, w[b].d, w[b].dmin, &x[b], acc);
     return hsum(acc);
 }
 
@@ -772,11 +755,7 @@ AVX2 static void q8x4_q6_K(const void *row, const void *xq, size_t xs, int64_t n
 }
 
 /* Formats without a dedicated four-token kernel: the one-token kernel four times. */
-
-AVX2 static void q8x4_q5_K(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) {
-    for (int t = 0; t < X4; t++)
-        y[t * ys] = q8_q5_K(row, (const char *)xq + t * xs, n);
-}
+CPU_Q8_X4_OF(AVX2, q8x4_q5_K, q8_q5_K)
 
 /* ---- prefill by eight rows: Q4_K interleaved ----
  * Eight weight rows are laid out so that each 32-bit lane of a vector holds four consecutive codes

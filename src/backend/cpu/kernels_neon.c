@@ -36,6 +36,17 @@ static inline int32x4_t dot4_widen(int32x4_t acc, int8x16_t a, int8x16_t b) {
 #define Q8(name) name##_neon
 #endif
 
+/* Values l = 16g .. 16g+15 of each quarter k of a Q6_K half block (ql: its 64 low-nibble bytes, qh:
+ * its 32 high-bit bytes) as unsigned 6-bit codes in q[k] (0-63, before the -32). */
+static inline void q6_codes16(const uint8_t *ql, const uint8_t *qh, int g, uint8x16_t q[4]) {
+    const uint8x16_t l0 = vld1q_u8(ql + 16 * g), l1 = vld1q_u8(ql + 32 + 16 * g), h = vld1q_u8(qh + 16 * g);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(3);
+    q[0] = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(h, m2), 4));
+    q[1] = vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 2), m2), 4));
+    q[2] = vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 4), m2), 4));
+    q[3] = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(h, 6), 4));
+}
+
 #include "backend/cpu/kernels_neon_q8.h"
 
 static float dot_f32(const float *a, const float *b, int64_t n) {
@@ -146,13 +157,8 @@ static float dot_q6_K(const void *row, const float *x, int64_t n) {
             const uint8_t *ql = b[i].ql + 64 * half, *qh = b[i].qh + 32 * half;
             const int8_t *sc = b[i].scales + 8 * half;
             for (int g = 0; g < 2; g++) { /* l in 16g .. 16g+15 */
-                const uint8x16_t l0 = vld1q_u8(ql + 16 * g), l1 = vld1q_u8(ql + 32 + 16 * g), h = vld1q_u8(qh + 16 * g);
-                const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(3);
                 uint8x16_t q[4];
-                q[0] = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(h, m2), 4));
-                q[1] = vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 2), m2), 4));
-                q[2] = vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 4), m2), 4));
-                q[3] = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(h, 6), 4));
+                q6_codes16(ql, qh, g, q);
                 for (int k = 0; k < 4; k++) {
                     const int8x16_t v = vsubq_s8(vreinterpretq_s8_u8(q[k]), vdupq_n_s8(32));
                     acc = vfmaq_f32(acc, dot16(v, x + 32 * k + 16 * g), vdupq_n_f32(d * (float)sc[2 * k + g]));

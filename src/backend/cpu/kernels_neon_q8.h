@@ -4,7 +4,7 @@
  * are exact either way and the float steps are the same, so both give bit-identical results.
  *
  * Before including: DOT4(acc, a, b) adds the four 4-byte dot products of int8x16 a and b to the
- * int32x4 acc, and Q8(name) gives a kernel its path's name. */
+ * int32x4 acc, Q8(name) gives a kernel its path's name, and q6_codes16 unpacks Q6_K codes. */
 #include <arm_neon.h>
 #include <string.h>
 
@@ -22,72 +22,43 @@ static inline uint8x16_t Q8(bit5)(uint32_t bits16) {
     return vandq_u8(vtstq_u8(v, vld1q_u8(pick)), vdupq_n_u8(0x10));
 }
 
-static float Q8(q8_q4_0)(const void *row, const void *xq, int64_t n) {
-    const block_q4_0 *w = row;
-    const act_q8_32 *x = xq;
-    float32x4_t acc = vdupq_n_f32(0);
-    float corr = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        const uint8x16_t raw = vld1q_u8(w[b].qs);
-        const int32x4_t p = Q8(dot32)(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), x[b].q);
-        const float dd = f16_to_f32(w[b].d) * x[b].d;
-        acc = vfmaq_f32(acc, vcvtq_f32_s32(p), vdupq_n_f32(dd));
-        corr += 8.0f * f16_to_f32(w[b].d) * x[b].s;
-    }
-    return vaddvq_f32(acc) - corr;
-}
-
-static float Q8(q8_q4_1)(const void *row, const void *xq, int64_t n) {
-    const block_q4_1 *w = row;
-    const act_q8_32 *x = xq;
-    float32x4_t acc = vdupq_n_f32(0);
-    float mins = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        const uint8x16_t raw = vld1q_u8(w[b].qs);
-        const int32x4_t p = Q8(dot32)(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), x[b].q);
-        acc = vfmaq_f32(acc, vcvtq_f32_s32(p), vdupq_n_f32(f16_to_f32(w[b].d) * x[b].d));
-        mins += f16_to_f32(w[b].m) * x[b].s;
-    }
-    return vaddvq_f32(acc) + mins;
-}
-
-/* Q5_0 / Q5_1 codes of one block: low nibbles (elements 0-15) and high ones (16-31), fifth bits added. */
-static inline void Q8(q5_codes)(const uint8_t *qs, const uint8_t *qhp, int8x16_t *lo, int8x16_t *hi) {
-    uint32_t qh;
-    memcpy(&qh, qhp, 4);
+/* A 32-value block's codes: low nibbles (elements 0-15) and high ones (16-31), with the fifth bits
+ * of qhp (bit j for element j) unless it is NULL. */
+static inline void Q8(codes32)(const uint8_t *qs, const uint8_t *qhp, int8x16_t *lo, int8x16_t *hi) {
     const uint8x16_t raw = vld1q_u8(qs);
-    *lo = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0f)), Q8(bit5)(qh & 0xffff)));
-    *hi = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(raw, 4), Q8(bit5)(qh >> 16)));
+    uint8x16_t l = vandq_u8(raw, vdupq_n_u8(0x0f)), h = vshrq_n_u8(raw, 4);
+    if (qhp) {
+        uint32_t qh;
+        memcpy(&qh, qhp, 4);
+        l = vorrq_u8(l, Q8(bit5)(qh & 0xffff));
+        h = vorrq_u8(h, Q8(bit5)(qh >> 16));
+    }
+    *lo = vreinterpretq_s8_u8(l);
+    *hi = vreinterpretq_s8_u8(h);
 }
 
-static float Q8(q8_q5_0)(const void *row, const void *xq, int64_t n) {
-    const block_q5_0 *w = row;
-    const act_q8_32 *x = xq;
-    float32x4_t acc = vdupq_n_f32(0);
-    float corr = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        int8x16_t lo, hi;
-        Q8(q5_codes)(w[b].qs, w[b].qh, &lo, &hi);
-        const float dd = f16_to_f32(w[b].d) * x[b].d;
-        acc = vfmaq_f32(acc, vcvtq_f32_s32(Q8(dot32)(lo, hi, x[b].q)), vdupq_n_f32(dd));
-        corr += 16.0f * f16_to_f32(w[b].d) * x[b].s;
+/* The 4- and 5-bit formats: the integer dot scaled by d_w * d_x, plus the block's constant term
+ * per unit of the activations' d * sum (QH: the fifth bits or NULL; CONST: -8 d and -16 d for the
+ * codes stored +8 and +16, the minimum m for the others). */
+#define Q8_32_KERNEL(name, block_t, QH, CONST)                                                          \
+    static float Q8(name)(const void *row, const void *xq, int64_t n) {                                 \
+        const block_t *w = row;                                                                         \
+        const act_q8_32 *x = xq;                                                                        \
+        float32x4_t acc = vdupq_n_f32(0);                                                               \
+        float con = 0.0f;                                                                               \
+        for (int64_t b = 0; b < n / 32; b++) {                                                          \
+            int8x16_t lo, hi;                                                                           \
+            Q8(codes32)(w[b].qs, QH, &lo, &hi);                                                         \
+            acc = vfmaq_f32(acc, vcvtq_f32_s32(Q8(dot32)(lo, hi, x[b].q)), vdupq_n_f32(f16_to_f32(w[b].d) * x[b].d)); \
+            con += (CONST) * x[b].s;                                                                    \
+        }                                                                                               \
+        return vaddvq_f32(acc) + con;                                                                   \
     }
-    return vaddvq_f32(acc) - corr;
-}
-
-static float Q8(q8_q5_1)(const void *row, const void *xq, int64_t n) {
-    const block_q5_1 *w = row;
-    const act_q8_32 *x = xq;
-    float32x4_t acc = vdupq_n_f32(0);
-    float mins = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        int8x16_t lo, hi;
-        Q8(q5_codes)(w[b].qs, w[b].qh, &lo, &hi);
-        acc = vfmaq_f32(acc, vcvtq_f32_s32(Q8(dot32)(lo, hi, x[b].q)), vdupq_n_f32(f16_to_f32(w[b].d) * x[b].d));
-        mins += f16_to_f32(w[b].m) * x[b].s;
-    }
-    return vaddvq_f32(acc) + mins;
-}
+Q8_32_KERNEL(q8_q4_0, block_q4_0, NULL, -8.0f * f16_to_f32(w[b].d))
+Q8_32_KERNEL(q8_q4_1, block_q4_1, NULL, f16_to_f32(w[b].m))
+Q8_32_KERNEL(q8_q5_0, block_q5_0, w[b].qh, -16.0f * f16_to_f32(w[b].d))
+Q8_32_KERNEL(q8_q5_1, block_q5_1, w[b].qh, f16_to_f32(w[b].m))
+#undef Q8_32_KERNEL
 
 static float Q8(q8_q8_0)(const void *row, const void *xq, int64_t n) {
     const block_q8_0 *w = row;
@@ -160,13 +131,8 @@ static float Q8(q8_q6_K)(const void *row, const void *xq, int64_t n) {
             const uint8_t *ql = w[b].ql + 64 * half, *qh = w[b].qh + 32 * half;
             const int8_t *sc = w[b].scales + 8 * half, *q8 = x[b].q + 128 * half;
             for (int g = 0; g < 2; g++) { /* elements l in 16g .. 16g+15 of each quarter */
-                const uint8x16_t l0 = vld1q_u8(ql + 16 * g), l1 = vld1q_u8(ql + 32 + 16 * g), h = vld1q_u8(qh + 16 * g);
-                const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(3);
                 uint8x16_t q[4];
-                q[0] = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(h, m2), 4));
-                q[1] = vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 2), m2), 4));
-                q[2] = vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 4), m2), 4));
-                q[3] = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(h, 6), 4));
+                q6_codes16(ql, qh, g, q);
                 for (int k = 0; k < 4; k++) {
                     const int32x4_t p = DOT4(vdupq_n_s32(0), vreinterpretq_s8_u8(q[k]), vld1q_s8(q8 + 32 * k + 16 * g));
                     const int32_t d = vaddvq_s32(p) - 32 * x[b].bsums[8 * half + 2 * k + g];
@@ -181,20 +147,14 @@ static float Q8(q8_q6_K)(const void *row, const void *xq, int64_t n) {
 
 /* Four tokens: the one-token kernel four times (a tile that shares the unpacking is still to come
  * on this path). */
-#define Q8_X4(name)                                                                                        \
-    static void Q8(q8x4_##name)(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) { \
-        for (int t = 0; t < 4; t++)                                                                        \
-            y[(size_t)t * ys] = Q8(q8_##name)(row, (const char *)xq + (size_t)t * xs, n);                  \
-    }
-Q8_X4(q4_0)
-Q8_X4(q4_1)
-Q8_X4(q5_0)
-Q8_X4(q5_1)
-Q8_X4(q8_0)
-Q8_X4(q4_K)
-Q8_X4(q5_K)
-Q8_X4(q6_K)
-#undef Q8_X4
+CPU_Q8_X4_OF(, Q8(q8x4_q4_0), Q8(q8_q4_0))
+CPU_Q8_X4_OF(, Q8(q8x4_q4_1), Q8(q8_q4_1))
+CPU_Q8_X4_OF(, Q8(q8x4_q5_0), Q8(q8_q5_0))
+CPU_Q8_X4_OF(, Q8(q8x4_q5_1), Q8(q8_q5_1))
+CPU_Q8_X4_OF(, Q8(q8x4_q8_0), Q8(q8_q8_0))
+CPU_Q8_X4_OF(, Q8(q8x4_q4_K), Q8(q8_q4_K))
+CPU_Q8_X4_OF(, Q8(q8x4_q5_K), Q8(q8_q5_K))
+CPU_Q8_X4_OF(, Q8(q8x4_q6_K), Q8(q8_q6_K))
 
 #define Q8_TABLES                                                                                          \
     .dot_q8 = {                                                                                            \

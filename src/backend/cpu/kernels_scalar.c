@@ -106,7 +106,7 @@ void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]) 
     }
 }
 
-static void quantize_q8_32_scalar(const float *x, act_q8_32 *out, int64_t n) {
+void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
     for (int64_t b = 0; b < n / 32; b++, x += 32) {
         float amax = 0.0f, d, id;
         for (int i = 0; i < 32; i++)
@@ -122,7 +122,7 @@ static void quantize_q8_32_scalar(const float *x, act_q8_32 *out, int64_t n) {
     }
 }
 
-static void quantize_q8_256_scalar(const float *x, act_q8_256 *out, int64_t n) {
+void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256) {
         float sub[8] = { 0 }, id[8];
         for (int i = 0; i < 256; i++)
@@ -141,25 +141,29 @@ static void quantize_q8_256_scalar(const float *x, act_q8_256 *out, int64_t n) {
     }
 }
 
-void cpu_quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
-    quantize_q8_32_scalar(x, out, n);
-}
-
-void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
-    quantize_q8_256_scalar(x, out, n);
-}
-
 /* The scalar integer products: exact integer sums per block, then the block's float scales. */
+
+/* sum of code(j) * q[j] over a 32-value block of nibbles qs (low nibbles are elements 0-15, high
+ * ones 16-31), with the fifth bits of qh (bit j for element j) when qh is not NULL */
+static int32_t dot_codes32(const uint8_t *qs, const uint8_t *qh, const int8_t *q) {
+    uint32_t h = 0;
+    if (qh)
+        memcpy(&h, qh, 4);
+    int32_t is = 0;
+    for (int j = 0; j < 16; j++) {
+        const int lo = (qs[j] & 0x0f) | (int)(((h >> j) & 1) << 4);
+        const int hi = (qs[j] >> 4) | (int)(((h >> (j + 16)) & 1) << 4);
+        is += lo * q[j] + hi * q[j + 16];
+    }
+    return is;
+}
+
 static float dot_q8_q4_0(const void *row, const void *xq, int64_t n) {
     const block_q4_0 *w = row;
     const act_q8_32 *x = xq;
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        int32_t is = 0;
-        for (int j = 0; j < 16; j++)
-            is += (w[b].qs[j] & 0x0f) * x[b].q[j] + (w[b].qs[j] >> 4) * x[b].q[j + 16];
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)is - 8.0f * f16_to_f32(w[b].d) * x[b].s;
-    }
+    for (int64_t b = 0; b < n / 32; b++)
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)dot_codes32(w[b].qs, NULL, x[b].q) - 8.0f * f16_to_f32(w[b].d) * x[b].s;
     return sum;
 }
 
@@ -167,12 +171,8 @@ static float dot_q8_q4_1(const void *row, const void *xq, int64_t n) {
     const block_q4_1 *w = row;
     const act_q8_32 *x = xq;
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        int32_t is = 0;
-        for (int j = 0; j < 16; j++)
-            is += (w[b].qs[j] & 0x0f) * x[b].q[j] + (w[b].qs[j] >> 4) * x[b].q[j + 16];
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)is + f16_to_f32(w[b].m) * x[b].s;
-    }
+    for (int64_t b = 0; b < n / 32; b++)
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)dot_codes32(w[b].qs, NULL, x[b].q) + f16_to_f32(w[b].m) * x[b].s;
     return sum;
 }
 
@@ -180,17 +180,8 @@ static float dot_q8_q5_0(const void *row, const void *xq, int64_t n) {
     const block_q5_0 *w = row;
     const act_q8_32 *x = xq;
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        uint32_t qh;
-        memcpy(&qh, w[b].qh, 4);
-        int32_t is = 0;
-        for (int j = 0; j < 16; j++) {
-            int lo = (w[b].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
-            int hi = (w[b].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
-            is += lo * x[b].q[j] + hi * x[b].q[j + 16];
-        }
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)is - 16.0f * f16_to_f32(w[b].d) * x[b].s;
-    }
+    for (int64_t b = 0; b < n / 32; b++)
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)dot_codes32(w[b].qs, w[b].qh, x[b].q) - 16.0f * f16_to_f32(w[b].d) * x[b].s;
     return sum;
 }
 
@@ -198,17 +189,8 @@ static float dot_q8_q5_1(const void *row, const void *xq, int64_t n) {
     const block_q5_1 *w = row;
     const act_q8_32 *x = xq;
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        uint32_t qh;
-        memcpy(&qh, w[b].qh, 4);
-        int32_t is = 0;
-        for (int j = 0; j < 16; j++) {
-            int lo = (w[b].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
-            int hi = (w[b].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
-            is += lo * x[b].q[j] + hi * x[b].q[j + 16];
-        }
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)is + f16_to_f32(w[b].m) * x[b].s;
-    }
+    for (int64_t b = 0; b < n / 32; b++)
+        sum += f16_to_f32(w[b].d) * x[b].d * (float)dot_codes32(w[b].qs, w[b].qh, x[b].q) + f16_to_f32(w[b].m) * x[b].s;
     return sum;
 }
 
@@ -227,24 +209,32 @@ static float dot_q8_q8_0(const void *row, const void *xq, int64_t n) {
 
 /* K-quant products: integer sums per sub-block times the weight and activation sub-scales, summed
  * exactly in 64 bits (a hostile file's extreme codes could overflow 32), then the block's floats. */
+/* One Q4_K or Q5_K block (qh NULL for Q4_K): its integer sums times the weight and activation
+ * sub-scales, then the block's floats. */
+static float dot_q8_block_q45_K(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, uint16_t d, uint16_t dmin,
+                                const act_q8_256 *x) {
+    int64_t is = 0, im = 0;
+    for (int s = 0; s < 8; s++) {
+        uint8_t sc, m;
+        quant_k_scale_min(s, scales, &sc, &m);
+        const uint8_t *q = qs + 32 * (s / 2);
+        int32_t dot = 0;
+        for (int l = 0; l < 32; l++) {
+            const int low = (s & 1) ? q[l] >> 4 : q[l] & 0x0f;
+            dot += (low | (qh ? ((qh[l] >> s) & 1) << 4 : 0)) * x->q[32 * s + l];
+        }
+        is += (int64_t)sc * x->s[s] * dot;
+        im += (int64_t)m * x->s[s] * (x->bsums[2 * s] + x->bsums[2 * s + 1]);
+    }
+    return f16_to_f32(d) * x->d * (float)is - f16_to_f32(dmin) * x->d * (float)im;
+}
+
 static float dot_q8_q4_K(const void *row, const void *xq, int64_t n) {
     const block_q4_K *w = row;
     const act_q8_256 *x = xq;
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        int64_t is = 0, im = 0;
-        for (int s = 0; s < 8; s++) {
-            uint8_t sc, m;
-            quant_k_scale_min(s, w[b].scales, &sc, &m);
-            const uint8_t *q = w[b].qs + 32 * (s / 2);
-            int32_t d = 0;
-            for (int l = 0; l < 32; l++)
-                d += ((s & 1) ? q[l] >> 4 : q[l] & 0x0f) * x[b].q[32 * s + l];
-            is += (int64_t)sc * x[b].s[s] * d;
-            im += (int64_t)m * x[b].s[s] * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
-        }
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)is - f16_to_f32(w[b].dmin) * x[b].d * (float)im;
-    }
+    for (int64_t b = 0; b < n / QK_K; b++)
+        sum += dot_q8_block_q45_K(w[b].scales, w[b].qs, NULL, w[b].d, w[b].dmin, &x[b]);
     return sum;
 }
 
@@ -252,22 +242,8 @@ static float dot_q8_q5_K(const void *row, const void *xq, int64_t n) {
     const block_q5_K *w = row;
     const act_q8_256 *x = xq;
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        int64_t is = 0, im = 0;
-        for (int s = 0; s < 8; s++) {
-            uint8_t sc, m;
-            quant_k_scale_min(s, w[b].scales, &sc, &m);
-            const uint8_t *q = w[b].qs + 32 * (s / 2);
-            int32_t d = 0;
-            for (int l = 0; l < 32; l++) {
-                const int low = (s & 1) ? q[l] >> 4 : q[l] & 0x0f;
-                d += (low | (((w[b].qh[l] >> s) & 1) << 4)) * x[b].q[32 * s + l];
-            }
-            is += (int64_t)sc * x[b].s[s] * d;
-            im += (int64_t)m * x[b].s[s] * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
-        }
-        sum += f16_to_f32(w[b].d) * x[b].d * (float)is - f16_to_f32(w[b].dmin) * x[b].d * (float)im;
-    }
+    for (int64_t b = 0; b < n / QK_K; b++)
+        sum += dot_q8_block_q45_K(w[b].scales, w[b].qs, w[b].qh, w[b].d, w[b].dmin, &x[b]);
     return sum;
 }
 
@@ -298,19 +274,14 @@ static float dot_q8_q6_K(const void *row, const void *xq, int64_t n) {
 }
 
 /* Four tokens: the one-token products four times (the reference is the definition). */
-#define X4_OF(name)                                                                                        \
-    static void dot_q8x4_##name(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys) { \
-        for (int t = 0; t < 4; t++)                                                                        \
-            y[(size_t)t * ys] = dot_q8_##name(row, (const char *)xq + (size_t)t * xs, n);                  \
-    }
-X4_OF(q4_0)
-X4_OF(q4_1)
-X4_OF(q5_0)
-X4_OF(q5_1)
-X4_OF(q8_0)
-X4_OF(q4_K)
-X4_OF(q5_K)
-X4_OF(q6_K)
+CPU_Q8_X4_OF(, dot_q8x4_q4_0, dot_q8_q4_0)
+CPU_Q8_X4_OF(, dot_q8x4_q4_1, dot_q8_q4_1)
+CPU_Q8_X4_OF(, dot_q8x4_q5_0, dot_q8_q5_0)
+CPU_Q8_X4_OF(, dot_q8x4_q5_1, dot_q8_q5_1)
+CPU_Q8_X4_OF(, dot_q8x4_q8_0, dot_q8_q8_0)
+CPU_Q8_X4_OF(, dot_q8x4_q4_K, dot_q8_q4_K)
+CPU_Q8_X4_OF(, dot_q8x4_q5_K, dot_q8_q5_K)
+CPU_Q8_X4_OF(, dot_q8x4_q6_K, dot_q8_q6_K)
 
 brasa_status cpu_activations_q8(bool *q8, brasa_error *err) {
     const char *v = getenv("BRASA_CPU_ACTIVATIONS");
@@ -333,8 +304,8 @@ static const cpu_kernels scalar = {
     .name = "scalar",
     .dot_f32 = dot_f32_scalar,
     .axpy_f32 = axpy_f32_scalar,
-    .quantize_q8_32 = quantize_q8_32_scalar,
-    .quantize_q8_256 = quantize_q8_256_scalar,
+    .quantize_q8_32 = cpu_quantize_q8_32,
+    .quantize_q8_256 = cpu_quantize_q8_256,
     .gemm_f32 = gemm_f32_scalar,
     .dot_row = {
         [QUANT_F32] = dot_row_f32, [QUANT_F16] = dot_row_f16, [QUANT_BF16] = dot_row_bf16,
