@@ -16,6 +16,9 @@ static const char usage[] =
     "  run -m MODEL -p TXT generate text after a prompt\n"
     "  chat -m MODEL       talk with a model in the terminal\n"
     "  bench -m MODEL      measure prompt and generation speed (tokens/s)\n"
+#ifdef BRASA_SERVER
+    "  serve -m MODEL      serve an OpenAI-compatible API and a chat page over HTTP\n"
+#endif
     "\n"
     "Run 'brasa COMMAND --help' for a command's options.\n";
 
@@ -46,6 +49,14 @@ int main(int argc, char **argv) {
         return cmd_chat(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0) {
+#ifdef BRASA_SERVER
+        return cmd_serve(argc - 1, argv + 1);
+#else
+        fprintf(stderr, "brasa: this build has no server: build it with libmicrohttpd and cJSON installed\n");
+        return CLI_FAILED;
+#endif
+    }
     fprintf(stderr, "brasa: unknown command '%s'\n\n%s", cmd, usage);
     return CLI_USAGE;
 }

@@ -16,3 +16,6 @@ find_program(BRASA_WINE NAMES wine64 wine)
 if(BRASA_WINE)
   set(CMAKE_CROSSCOMPILING_EMULATOR ${BRASA_WINE})
 endif()
+
+# The server needs libmicrohttpd and cJSON built for the target, which Debian does not ship.
+set(BRASA_SERVER OFF CACHE BOOL "Build brasa serve")

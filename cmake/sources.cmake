@@ -31,9 +31,11 @@ set(BRASA_LIB_SOURCES
   src/engine/context.c
   src/engine/sampler.c
   src/engine/chat.c
+  src/engine/stream.c
   src/engine/generate.c
   src/engine/system.c
   src/api/tokens.c
+  src/platform/sockaddr.c
 )
 if(WIN32)
   list(APPEND BRASA_LIB_SOURCES src/platform/win32.c)
@@ -50,4 +52,14 @@ set(BRASA_CLI_SOURCES
   cli/cmd_run.c
   cli/gen_options.c
   cli/cmd_bench.c
+)
+
+# The server: built when libmicrohttpd and cJSON are found (see CMakeLists.txt).
+set(BRASA_SERVER_SOURCES
+  src/server/api.c
+  src/server/metrics.c
+  src/server/sched.c
+  src/server/server.c
+  src/server/webui.c
+  cli/cmd_serve.c
 )

@@ -196,14 +196,16 @@ brasa_token brasa_token_special(const brasa_model *model, brasa_special which);
 
 /* ---- Inference contexts ------------------------------------------------------------------------ */
 
-/* Per-conversation state: the KV cache and scratch memory, sized once at creation. Many contexts can
- * share one model; one context is used by one thread at a time. */
+/* Inference state: the KV cache of one or more sequences (conversations) and scratch memory, sized
+ * once at creation. Many contexts can share one model; one context is used by one thread at a time.
+ * The functions without a sequence number work on sequence 0. */
 typedef struct brasa_context brasa_context;
 
 typedef struct brasa_context_params {
-    int32_t n_ctx;     /* tokens the KV cache holds; 0: the trained context, at most 4096 */
+    int32_t n_ctx;     /* tokens the KV cache holds per sequence; 0: the trained context, at most 4096 */
     int32_t n_batch;   /* prompt tokens evaluated at once; 0: 64 */
     int32_t n_threads; /* compute threads; 0: one per physical core */
+    int32_t n_seq;     /* independent sequences, each with its own n_ctx-token cache; 0: 1 */
 } brasa_context_params;
 
 brasa_context_params brasa_context_default_params(void);
@@ -215,7 +217,7 @@ int32_t brasa_context_size(const brasa_context *ctx);  /* n_ctx */
 int32_t brasa_context_used(const brasa_context *ctx);  /* tokens in the cache */
 int32_t brasa_context_threads(const brasa_context *ctx);
 const brasa_model *brasa_context_model(const brasa_context *ctx);
-void brasa_context_reset(brasa_context *ctx);          /* forget every token */
+void brasa_context_reset(brasa_context *ctx);          /* forget every token of every sequence */
 /* Drops cached tokens from position n on (n <= used), e.g. to rewind a conversation. */
 void brasa_context_truncate(brasa_context *ctx, int32_t n);
 
@@ -226,6 +228,22 @@ brasa_status brasa_decode(brasa_context *ctx, const brasa_token *tokens, size_t 
                           brasa_error *err);
 const float *brasa_logits(const brasa_context *ctx); /* NULL before the first decode */
 int32_t brasa_logits_size(const brasa_context *ctx); /* the output vocabulary */
+
+/* Sequences: each has its own cache, positions and logits; seq is 0 .. brasa_context_seqs - 1. */
+int32_t brasa_context_seqs(const brasa_context *ctx);
+int32_t brasa_seq_used(const brasa_context *ctx, int32_t seq);
+const float *brasa_seq_logits(const brasa_context *ctx, int32_t seq); /* NULL until it has some */
+void brasa_seq_truncate(brasa_context *ctx, int32_t seq, int32_t n);
+/* brasa_decode for one sequence. */
+brasa_status brasa_seq_decode(brasa_context *ctx, int32_t seq, const brasa_token *tokens, size_t n, float *all_logits,
+                              brasa_error *err);
+/* One token for each of n different sequences, evaluated together so the weights are read once for
+ * all of them (continuous batching). Every sequence gets exactly the logits it would get decoding
+ * its token alone. BRASA_CONTEXT_FULL, evaluating nothing, when one of them is full. */
+brasa_status brasa_seq_decode_step(brasa_context *ctx, const int32_t *seqs, const brasa_token *tokens, size_t n,
+                                   brasa_error *err);
+/* Makes sequence dst hold the first n tokens of sequence src (a shared prompt prefix). */
+brasa_status brasa_seq_copy(brasa_context *ctx, int32_t src, int32_t dst, int32_t n, brasa_error *err);
 
 /* The compute backend a context runs on, e.g. "cpu/avx2". */
 const char *brasa_context_backend(const brasa_context *ctx);

@@ -53,6 +53,12 @@ typedef struct bk_matmul_out {
 
 #define BK_MATMUL_GROUP_MAX 4
 
+/* A batch of at most this many rows gives every row exactly (bit for bit) the result it gets in a
+ * batch of its own, in every operation: independent sequences decoded together (the server's
+ * continuous batching) then produce the same tokens as each alone. Larger batches may use faster
+ * kernels that round differently. */
+#define BK_BATCH_EXACT_MAX 15
+
 /* The kernels a device provides. Every operation runs on dev, reads and writes tensors whose memory
  * dev can reach (the CPU reaches host memory, including the mapped model file) and returns a status
  * (a GPU can fail at any call). Shapes: x and y are activations with one row per token. */

@@ -1,6 +1,7 @@
-/* context.c: inference contexts: the KV cache and the activation buffers, sized once for n_ctx and
- * n_batch, and brasa_decode, which runs the architecture's forward pass over batches of tokens.
- * Nothing is allocated per token: every tensor is a view into buffers made at creation. */
+/* context.c: inference contexts: the KV caches of one or more sequences and the activation
+ * buffers, sized once for n_ctx, n_seq and n_batch, and the decode calls, which run the
+ * architecture's forward pass over batches of tokens (of one sequence, or one token of each of
+ * several). Nothing is allocated per token: every tensor is a view into buffers made at creation. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +15,28 @@
 
 #define DEFAULT_MAX_CTX 4096
 #define DEFAULT_BATCH 64
+#define MAX_SEQ 256
+
+/* One sequence (conversation): its KV cache and the logits of its last evaluated token. */
+typedef struct ctx_seq {
+    int32_t n_past;
+    bool have_logits;
+    bk_tensor *k_cache, *v_cache; /* (n_layer) */
+    float *last_logits;           /* (n_vocab) */
+} ctx_seq;
 
 struct brasa_context {
     const brasa_model *model;
     bk_device *dev;
-    int32_t n_ctx, n_batch, n_past, n_threads;
+    int32_t n_ctx, n_batch, n_threads, n_seq;
     bk_buffer *kv_buf, *act_buf;
-    bk_tensor *k_cache, *v_cache; /* (n_layer) */
+    ctx_seq *seqs;                /* (n_seq) */
+    bk_tensor *caches;            /* (n_seq * 2 * n_layer) the views the sequences point into */
     bk_tensor x, h, o, q, k, v, att, gate, up, logits; /* each with n_batch rows */
     int32_t *pos;                 /* (n_batch) */
-    float *last_logits;           /* (n_vocab) */
+    fwd_seq *fseqs;               /* (n_batch) a batch's sequences */
+    float *logit_store;           /* (n_seq * n_vocab) */
     char backend_name[32];
-    bool have_logits;
 };
 
 brasa_context_params brasa_context_default_params(void) {
@@ -54,8 +65,12 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         return err_set(err, BRASA_ERR_UNSUPPORTED, "cannot run this model: %s", m->run_error);
     brasa_context_params p = params ? *params : brasa_context_default_params();
     const arch_hparams *hp = &m->hp;
-    if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context size, batch and threads must not be negative");
+    if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0 || p.n_seq < 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context size, batch, threads and sequences must not be negative");
+    if (p.n_seq == 0)
+        p.n_seq = 1;
+    if (p.n_seq > MAX_SEQ)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d sequences is beyond the limit of %d", p.n_seq, MAX_SEQ);
     if (p.n_ctx == 0) {
         p.n_ctx = m->desc.n_ctx_train > 0 && m->desc.n_ctx_train < DEFAULT_MAX_CTX ? m->desc.n_ctx_train : DEFAULT_MAX_CTX;
     }
@@ -65,6 +80,8 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         p.n_batch = DEFAULT_BATCH;
     if (p.n_batch > p.n_ctx)
         p.n_batch = p.n_ctx;
+    if (p.n_batch < p.n_seq && p.n_batch < BK_BATCH_EXACT_MAX)
+        p.n_batch = p.n_seq < BK_BATCH_EXACT_MAX ? p.n_seq : BK_BATCH_EXACT_MAX; /* room for a step of every sequence */
     if (p.n_batch > 4096)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "batch of %d tokens is beyond the limit of 4096", p.n_batch);
     if (p.n_threads == 0)
@@ -79,6 +96,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     c->n_ctx = p.n_ctx;
     c->n_batch = p.n_batch;
     c->n_threads = p.n_threads;
+    c->n_seq = p.n_seq;
     brasa_status st = bk_cpu_create(p.n_threads, &c->dev, err);
     if (st != BRASA_OK) {
         free(c);
@@ -87,14 +105,16 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     snprintf(c->backend_name, sizeof c->backend_name, "cpu/%s", bk_cpu_kernels_name(c->dev));
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const int64_t B = c->n_batch, V = hp->n_vocab, L = hp->n_layer;
-    const size_t kv_bytes = 2 * (size_t)L * f32_bytes(KV, c->n_ctx);
+    const int64_t S = c->n_seq;
+    const size_t kv_bytes = 2 * (size_t)S * (size_t)L * f32_bytes(KV, c->n_ctx);
     const size_t act_bytes = 3 * f32_bytes(E, B) + 2 * f32_bytes(Q, B) + 2 * f32_bytes(KV, B) + 2 * f32_bytes(hp->n_ff, B) +
                              f32_bytes(V, B);
-    c->k_cache = calloc((size_t)L, sizeof *c->k_cache);
-    c->v_cache = calloc((size_t)L, sizeof *c->v_cache);
+    c->seqs = calloc((size_t)S, sizeof *c->seqs);
+    c->caches = calloc((size_t)(S * 2 * L), sizeof *c->caches);
     c->pos = malloc((size_t)B * sizeof *c->pos);
-    c->last_logits = malloc((size_t)V * sizeof *c->last_logits);
-    if (!c->k_cache || !c->v_cache || !c->pos || !c->last_logits)
+    c->fseqs = malloc((size_t)B * sizeof *c->fseqs);
+    c->logit_store = malloc((size_t)S * (size_t)V * sizeof *c->logit_store);
+    if (!c->seqs || !c->caches || !c->pos || !c->fseqs || !c->logit_store)
         st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     if (st == BRASA_OK)
         st = c->dev->ops->buffer_alloc(c->dev, kv_bytes, &c->kv_buf, err);
@@ -103,15 +123,21 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     if (st != BRASA_OK) {
         brasa_context_free(c);
         if (st == BRASA_ERR_NO_MEMORY)
-            err_set(err, st, "out of memory: a %d-token context needs %.1f MB of KV cache and %.1f MB of scratch "
-                    "(try a smaller --ctx)", p.n_ctx, (double)kv_bytes / 1e6, (double)act_bytes / 1e6);
+            err_set(err, st, "out of memory: %d sequence(s) of %d tokens need %.1f MB of KV cache and %.1f MB of scratch "
+                    "(try a smaller --ctx)", p.n_seq, p.n_ctx, (double)kv_bytes / 1e6, (double)act_bytes / 1e6);
         return st;
     }
     char *kv = c->dev->ops->buffer_base(c->kv_buf);
     size_t off = 0;
-    for (int64_t l = 0; l < L; l++) {
-        c->k_cache[l] = carve(c->dev, kv, &off, KV, c->n_ctx);
-        c->v_cache[l] = carve(c->dev, kv, &off, KV, c->n_ctx);
+    for (int64_t s = 0; s < S; s++) {
+        ctx_seq *sq = &c->seqs[s];
+        sq->k_cache = c->caches + s * 2 * L;
+        sq->v_cache = sq->k_cache + L;
+        sq->last_logits = c->logit_store + (size_t)s * (size_t)V;
+        for (int64_t l = 0; l < L; l++) {
+            sq->k_cache[l] = carve(c->dev, kv, &off, KV, c->n_ctx);
+            sq->v_cache[l] = carve(c->dev, kv, &off, KV, c->n_ctx);
+        }
     }
     char *act = c->dev->ops->buffer_base(c->act_buf);
     off = 0;
@@ -137,83 +163,187 @@ void brasa_context_free(brasa_context *c) {
         c->dev->ops->buffer_free(c->act_buf);
     }
     bk_cpu_free(c->dev);
-    free(c->k_cache);
-    free(c->v_cache);
+    free(c->seqs);
+    free(c->caches);
     free(c->pos);
-    free(c->last_logits);
+    free(c->fseqs);
+    free(c->logit_store);
     free(c);
 }
 
 int32_t brasa_context_size(const brasa_context *c) { return c->n_ctx; }
-int32_t brasa_context_used(const brasa_context *c) { return c->n_past; }
+int32_t brasa_context_seqs(const brasa_context *c) { return c->n_seq; }
 int32_t brasa_logits_size(const brasa_context *c) { return c->model->hp.n_vocab; }
-const float *brasa_logits(const brasa_context *c) { return c->have_logits ? c->last_logits : NULL; }
 
-void brasa_context_reset(brasa_context *c) {
-    c->n_past = 0;
-    c->have_logits = false;
+static bool seq_ok(const brasa_context *c, int32_t seq) {
+    return c && seq >= 0 && seq < c->n_seq;
 }
 
-void brasa_context_truncate(brasa_context *c, int32_t n) {
-    if (n >= 0 && n < c->n_past) {
-        c->n_past = n;
-        c->have_logits = false;
+int32_t brasa_seq_used(const brasa_context *c, int32_t seq) {
+    return seq_ok(c, seq) ? c->seqs[seq].n_past : 0;
+}
+
+const float *brasa_seq_logits(const brasa_context *c, int32_t seq) {
+    return seq_ok(c, seq) && c->seqs[seq].have_logits ? c->seqs[seq].last_logits : NULL;
+}
+
+void brasa_seq_truncate(brasa_context *c, int32_t seq, int32_t n) {
+    if (seq_ok(c, seq) && n >= 0 && n < c->seqs[seq].n_past) {
+        c->seqs[seq].n_past = n;
+        c->seqs[seq].have_logits = false;
     }
 }
 
-/* Runs the forward pass over tokens[0..n) (n <= n_batch) at positions n_past.. */
-static brasa_status eval_batch(brasa_context *c, const brasa_token *tokens, int64_t n, bool want_all, float *all_logits,
-                               bool want_last, brasa_error *err) {
+brasa_status brasa_seq_copy(brasa_context *c, int32_t src, int32_t dst, int32_t n, brasa_error *err) {
+    if (!seq_ok(c, src) || !seq_ok(c, dst))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_copy: sequence outside 0..%d", c ? c->n_seq - 1 : -1);
+    if (n < 0 || n > c->seqs[src].n_past)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_copy: %d tokens, but sequence %d holds %d", n, src,
+                       c->seqs[src].n_past);
+    if (src == dst) {
+        brasa_seq_truncate(c, dst, n);
+        return BRASA_OK;
+    }
+    for (int32_t l = 0; n > 0 && l < c->model->hp.n_layer; l++) {
+        bk_tensor k = bk_rows(&c->seqs[src].k_cache[l], 0, n), v = bk_rows(&c->seqs[src].v_cache[l], 0, n);
+        bk_tensor kd = bk_rows(&c->seqs[dst].k_cache[l], 0, n), vd = bk_rows(&c->seqs[dst].v_cache[l], 0, n);
+        brasa_status st = bk_copy(&k, &kd, err);
+        if (st == BRASA_OK)
+            st = bk_copy(&v, &vd, err);
+        if (st != BRASA_OK) {
+            c->seqs[dst].n_past = 0;
+            c->seqs[dst].have_logits = false;
+            return st;
+        }
+    }
+    c->seqs[dst].n_past = n;
+    c->seqs[dst].have_logits = false;
+    return BRASA_OK;
+}
+
+int32_t brasa_context_used(const brasa_context *c) { return brasa_seq_used(c, 0); }
+const float *brasa_logits(const brasa_context *c) { return brasa_seq_logits(c, 0); }
+void brasa_context_truncate(brasa_context *c, int32_t n) { brasa_seq_truncate(c, 0, n); }
+
+void brasa_context_reset(brasa_context *c) {
+    for (int32_t s = 0; s < c->n_seq; s++) {
+        c->seqs[s].n_past = 0;
+        c->seqs[s].have_logits = false;
+    }
+}
+
+/* Runs the forward pass over a batch (at most n_batch tokens) made of n_segs runs of tokens, run i
+ * of len[i] tokens for sequence seq[i] at its next positions. Logits: of every token into all_logits
+ * (one run only) when given; of each run's last token into its sequence when want_last. On success
+ * the sequences advance; on failure none does. */
+static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq, const int64_t *len,
+                               const brasa_token *tokens, float *all_logits, bool want_last, brasa_error *err) {
     const brasa_model *m = c->model;
-    for (int64_t i = 0; i < n; i++)
-        c->pos[i] = c->n_past + (int32_t)i;
-    const int64_t first = want_all ? 0 : want_last ? n - 1 : n;
+    int64_t n = 0;
+    for (int i = 0; i < n_segs; i++) {
+        ctx_seq *sq = &c->seqs[seq[i]];
+        c->fseqs[i] = (fwd_seq){ n, len[i], sq->k_cache, sq->v_cache };
+        for (int64_t t = 0; t < len[i]; t++)
+            c->pos[n + t] = sq->n_past + (int32_t)t;
+        n += len[i];
+    }
+    /* one run: the logits of its last token (or all); several: of every token, each a run's last */
+    const int64_t first = all_logits || n_segs > 1 ? 0 : want_last ? n - 1 : n;
     fwd f = {
         .dev = c->dev, .hp = &m->hp, .w = &m->weights, .n = n, .tokens = tokens, .pos = c->pos,
         .x = bk_rows(&c->x, 0, n), .h = bk_rows(&c->h, 0, n), .o = bk_rows(&c->o, 0, n),
         .q = bk_rows(&c->q, 0, n), .k = bk_rows(&c->k, 0, n), .v = bk_rows(&c->v, 0, n),
         .att = bk_rows(&c->att, 0, n), .gate = bk_rows(&c->gate, 0, n), .up = bk_rows(&c->up, 0, n),
-        .k_cache = c->k_cache, .v_cache = c->v_cache, .logits_first = first,
+        .seqs = c->fseqs, .n_seqs = n_segs, .logits_first = first,
         .logits = bk_rows(&c->logits, 0, n - first), .err = err,
     };
     brasa_status st = m->arch->forward(&f);
     if (st != BRASA_OK)
         return st;
-    c->n_past += (int32_t)n;
-    if (want_all)
+    if (all_logits)
         st = c->dev->ops->download(&f.logits, all_logits, 0, n, err);
-    if (st == BRASA_OK && (want_all || want_last)) {
-        st = c->dev->ops->download(&f.logits, c->last_logits, f.logits.ne1 - 1, 1, err);
-        c->have_logits = st == BRASA_OK;
+    for (int i = 0; i < n_segs && st == BRASA_OK; i++) {
+        ctx_seq *sq = &c->seqs[seq[i]];
+        sq->n_past += (int32_t)len[i];
+        sq->have_logits = false;
+        if (want_last) {
+            st = c->dev->ops->download(&f.logits, sq->last_logits, c->fseqs[i].row0 + len[i] - 1 - first, 1, err);
+            sq->have_logits = st == BRASA_OK;
+        }
     }
     return st;
 }
 
-brasa_status brasa_decode(brasa_context *c, const brasa_token *tokens, size_t n, float *all_logits, brasa_error *err) {
-    if (!c || (!tokens && n))
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_decode: invalid arguments");
-    if (n == 0)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "nothing to evaluate: no tokens");
-    if (n > (size_t)(c->n_ctx - c->n_past))
-        return err_set(err, BRASA_CONTEXT_FULL, "the context is full: %zu more tokens do not fit in %d (%d used); "
-                       "use a larger --ctx or a shorter prompt", n, c->n_ctx, c->n_past);
-    const int32_t rows = c->model->weights.tok_embd.ne1 > INT32_MAX ? INT32_MAX : (int32_t)c->model->weights.tok_embd.ne1;
+static brasa_status check_tokens(const brasa_context *c, const brasa_token *tokens, size_t n, brasa_error *err) {
+    const int64_t rows64 = c->model->weights.tok_embd.ne1;
+    const int32_t rows = rows64 > INT32_MAX ? INT32_MAX : (int32_t)rows64;
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= rows)
             return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "token %d is outside the model's %d embeddings", tokens[i], rows);
-    const int32_t start = c->n_past;
+    return BRASA_OK;
+}
+
+brasa_status brasa_seq_decode(brasa_context *c, int32_t seq, const brasa_token *tokens, size_t n, float *all_logits,
+                              brasa_error *err) {
+    if (!c || (!tokens && n))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_decode: invalid arguments");
+    if (!seq_ok(c, seq))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "sequence %d is outside 0..%d", seq, c->n_seq - 1);
+    if (n == 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "nothing to evaluate: no tokens");
+    ctx_seq *sq = &c->seqs[seq];
+    if (n > (size_t)(c->n_ctx - sq->n_past))
+        return err_set(err, BRASA_CONTEXT_FULL, "the context is full: %zu more tokens do not fit in %d (%d used); "
+                       "use a larger --ctx or a shorter prompt", n, c->n_ctx, sq->n_past);
+    brasa_status st = check_tokens(c, tokens, n, err);
+    if (st != BRASA_OK)
+        return st;
+    const int32_t start = sq->n_past;
     const int32_t V = c->model->hp.n_vocab;
     for (size_t done = 0; done < n;) {
-        size_t chunk = n - done < (size_t)c->n_batch ? n - done : (size_t)c->n_batch;
-        bool last = done + chunk == n;
-        brasa_status st = eval_batch(c, tokens + done, (int64_t)chunk, all_logits != NULL,
-                                     all_logits ? all_logits + done * (size_t)V : NULL, last, err);
+        const int64_t chunk = (int64_t)(n - done < (size_t)c->n_batch ? n - done : (size_t)c->n_batch);
+        const bool last = done + (size_t)chunk == n;
+        st = eval_batch(c, 1, &seq, &chunk, tokens + done, all_logits ? all_logits + done * (size_t)V : NULL, last, err);
         if (st != BRASA_OK) {
-            c->n_past = start; /* a failed decode leaves the cache as it was */
-            c->have_logits = false;
+            sq->n_past = start; /* a failed decode leaves the cache as it was */
+            sq->have_logits = false;
             return st;
         }
-        done += chunk;
+        done += (size_t)chunk;
+    }
+    return BRASA_OK;
+}
+
+brasa_status brasa_decode(brasa_context *c, const brasa_token *tokens, size_t n, float *all_logits, brasa_error *err) {
+    return brasa_seq_decode(c, 0, tokens, n, all_logits, err);
+}
+
+brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const brasa_token *tokens, size_t n,
+                                   brasa_error *err) {
+    if (!c || !seqs || !tokens || n == 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_decode_step: invalid arguments");
+    for (size_t i = 0; i < n; i++) {
+        if (!seq_ok(c, seqs[i]))
+            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "sequence %d is outside 0..%d", seqs[i], c->n_seq - 1);
+        for (size_t j = 0; j < i; j++)
+            if (seqs[j] == seqs[i])
+                return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "sequence %d appears twice in one step", seqs[i]);
+        if (c->seqs[seqs[i]].n_past >= c->n_ctx)
+            return err_set(err, BRASA_CONTEXT_FULL, "the context of sequence %d is full (%d tokens)", seqs[i], c->n_ctx);
+    }
+    brasa_status st = check_tokens(c, tokens, n, err);
+    if (st != BRASA_OK)
+        return st;
+    /* batches small enough that every token's result is the one it gets alone */
+    int64_t ones[BK_BATCH_EXACT_MAX];
+    for (int i = 0; i < BK_BATCH_EXACT_MAX; i++)
+        ones[i] = 1;
+    const size_t per = (size_t)c->n_batch < BK_BATCH_EXACT_MAX ? (size_t)c->n_batch : BK_BATCH_EXACT_MAX;
+    for (size_t done = 0; done < n; done += per) {
+        const int k = (int)(n - done < per ? n - done : per);
+        st = eval_batch(c, k, seqs + done, ones, tokens + done, NULL, true, err);
+        if (st != BRASA_OK)
+            return st; /* the sequences of earlier batches keep their token; this batch's have none */
     }
     return BRASA_OK;
 }

@@ -49,12 +49,19 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
     const float freq_scale = local ? 1.0f : hp->rope_freq_scale;
     FWD_TRY(ops->rope(f->dev, &f->q, hp->n_head, hp->head_dim, hp->rope_dim, f->pos, base, freq_scale, hp->rope_mode, f->err));
     FWD_TRY(ops->rope(f->dev, &f->k, hp->n_head_kv, hp->head_dim, hp->rope_dim, f->pos, base, freq_scale, hp->rope_mode, f->err));
-    /* append to the cache, attend over it */
-    FWD_TRY(ops->copy_rows(f->dev, &f->k, &f->k_cache[il], f->pos[0], f->err));
-    FWD_TRY(ops->copy_rows(f->dev, &f->v, &f->v_cache[il], f->pos[0], f->err));
+    /* each sequence appends to its own cache and attends over it */
     bk_attention_params ap = { hp->n_head, hp->n_head_kv, hp->head_dim, hp->attn_scale, hp->attn_softcap,
                                local ? hp->sliding_window : 0 };
-    FWD_TRY(ops->attention(f->dev, &f->q, &f->k_cache[il], &f->v_cache[il], f->pos, &ap, &f->att, f->err));
+    for (int s = 0; s < f->n_seqs; s++) {
+        const fwd_seq *sq = &f->seqs[s];
+        const bk_tensor k = bk_rows(&f->k, sq->row0, sq->n), v = bk_rows(&f->v, sq->row0, sq->n);
+        const bk_tensor q = bk_rows(&f->q, sq->row0, sq->n);
+        bk_tensor att = bk_rows(&f->att, sq->row0, sq->n);
+        const int32_t *pos = f->pos + sq->row0;
+        FWD_TRY(ops->copy_rows(f->dev, &k, &sq->k_cache[il], pos[0], f->err));
+        FWD_TRY(ops->copy_rows(f->dev, &v, &sq->v_cache[il], pos[0], f->err));
+        FWD_TRY(ops->attention(f->dev, &q, &sq->k_cache[il], &sq->v_cache[il], pos, &ap, &att, f->err));
+    }
     return ops->matmul(f->dev, &l->wo, &f->att, NULL, out, f->err);
 }
 

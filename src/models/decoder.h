@@ -7,15 +7,24 @@
 #include "backend/backend.h"
 #include "models/arch.h"
 
-/* One evaluation of a batch of tokens: the weights, the activations (views sized for the batch), the
- * KV cache, and where the logits go. Filled by the engine, read by the forward pass. */
+/* The rows of a batch that belong to one sequence, and that sequence's KV cache. A sequence's rows
+ * are consecutive and at consecutive positions (pos[row0] on). */
+typedef struct fwd_seq {
+    int64_t row0, n;
+    bk_tensor *k_cache, *v_cache; /* (n_layer) each (n_ctx, n_head_kv*head_dim) */
+} fwd_seq;
+
+/* One evaluation of a batch of tokens from one or more sequences: the weights, the activations
+ * (views sized for the batch), each sequence's KV cache, and where the logits go. Filled by the
+ * engine, read by the forward pass. Every operation but attention works row by row, so sequences
+ * share the weight reads and never see each other. */
 typedef struct fwd {
     bk_device *dev;
     const arch_hparams *hp;
     const arch_weights *w;
     int64_t n;              /* tokens in the batch */
     const int32_t *tokens;  /* (n) */
-    const int32_t *pos;     /* (n) positions; the batch occupies cache rows pos[0] .. pos[0] + n - 1 */
+    const int32_t *pos;     /* (n) each token's position in its sequence */
     bk_tensor x;            /* (n, n_embd) the residual stream */
     bk_tensor h;            /* (n, n_embd) normalized input of a sub-layer */
     bk_tensor o;            /* (n, n_embd) a sub-layer's output */
@@ -23,7 +32,8 @@ typedef struct fwd {
     bk_tensor k, v;         /* (n, n_head_kv*head_dim) */
     bk_tensor att;          /* (n, n_head*head_dim) attention output before wo */
     bk_tensor gate, up;     /* (n, n_ff) */
-    bk_tensor *k_cache, *v_cache; /* (n_layer) each (n_ctx, n_head_kv*head_dim) */
+    const fwd_seq *seqs;    /* (n_seqs) covering rows 0..n-1 in order */
+    int n_seqs;
     int64_t logits_first;   /* logits are wanted for tokens logits_first .. n-1 */
     bk_tensor logits;       /* (n - logits_first, n_vocab) */
     brasa_error *err;

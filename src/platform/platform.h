@@ -40,6 +40,8 @@ plat_cond *plat_cond_create(void);
 void plat_cond_free(plat_cond *c);
 void plat_cond_wait(plat_cond *c, plat_mutex *m);
 void plat_cond_broadcast(plat_cond *c);
+/* Waits at most `seconds` (or until woken; spurious wake-ups happen: callers re-check). */
+void plat_cond_timedwait(plat_cond *c, plat_mutex *m, double seconds);
 
 int plat_cpu_count(void);
 /* Physical cores (hyper-threads counted once); the logical count where it cannot be told. */
@@ -58,6 +60,35 @@ void plat_yield(void);
 /* Ctrl-C: while installed, an interrupt sets *flag to 1 instead of ending the program. */
 void plat_interrupt_install(volatile int *flag);
 void plat_interrupt_remove(void);
+
+/* Service shutdown: while installed, SIGINT and SIGTERM (Ctrl-C, Ctrl-Break, console close on
+ * Windows) set *flag to 1. Writes to closed sockets never kill the process. */
+void plat_terminate_install(volatile int *flag);
+
+/* The per-user runtime directory for locks ($XDG_RUNTIME_DIR, else a private folder in the temporary
+ * directory), created when missing. Returns false when it cannot be made. */
+bool plat_runtime_dir(char *out, size_t size);
+
+/* An exclusive lock on a file, held until released or the process ends (a killed process leaves no
+ * lock behind, only the file, whose PID *stale_pid then names). When another live process holds it,
+ * returns BRASA_ERR_IO with *holder_pid set. The file holds the owner's PID. */
+typedef struct plat_lock plat_lock;
+brasa_status plat_lock_acquire(const char *path, plat_lock **out, long *holder_pid, long *stale_pid, brasa_error *err);
+void plat_lock_release(plat_lock *lock);
+long plat_pid(void);
+
+/* Whether the peer of a connected socket has closed its side (checked without blocking or reading). */
+bool plat_socket_peer_closed(int fd);
+
+/* A numeric IPv4/IPv6 address (or "localhost") and port as a socket address in storage (cap
+ * bytes); false when host is not such an address. loopback: whether it only reaches this machine. */
+bool plat_sockaddr(const char *host, int port, void *storage, size_t cap, size_t *len, bool *ipv6, bool *loopback);
+
+/* Closes a socket descriptor. */
+void plat_socket_close(int fd);
+
+/* Sleeps for about `seconds`. */
+void plat_sleep(double seconds);
 
 /* The peak resident memory of this process in bytes (0 when unknown). */
 uint64_t plat_peak_rss_bytes(void);

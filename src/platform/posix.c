@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -147,6 +148,15 @@ void plat_cond_free(plat_cond *c) {
 void plat_cond_wait(plat_cond *c, plat_mutex *m) { pthread_cond_wait(&c->c, &m->m); }
 void plat_cond_broadcast(plat_cond *c) { pthread_cond_broadcast(&c->c); }
 
+void plat_cond_timedwait(plat_cond *c, plat_mutex *m, double seconds) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const long long ns = (long long)ts.tv_nsec + (long long)(seconds * 1e9);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_cond_timedwait(&c->c, &m->m, &ts);
+}
+
 int plat_cpu_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
@@ -161,18 +171,115 @@ static void on_interrupt(int sig) {
         *interrupt_flag = 1;
 }
 
-void plat_interrupt_install(volatile int *flag) {
-    interrupt_flag = flag;
+static void catch_signal(int sig) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    sigaction(sig, &sa, NULL);
+}
+
+void plat_interrupt_install(volatile int *flag) {
+    interrupt_flag = flag;
+    catch_signal(SIGINT);
 }
 
 void plat_interrupt_remove(void) {
     signal(SIGINT, SIG_DFL);
     interrupt_flag = NULL;
+}
+
+void plat_terminate_install(volatile int *flag) {
+    interrupt_flag = flag;
+    catch_signal(SIGINT);
+    catch_signal(SIGTERM);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+bool plat_runtime_dir(char *out, size_t size) {
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (xdg && xdg[0] == '/')
+        n = snprintf(out, size, "%s/brasa", xdg);
+    else
+        n = snprintf(out, size, "/tmp/brasa-%ld", (long)getuid());
+    if (n < 0 || (size_t)n >= size)
+        return false;
+    if (mkdir(out, 0700) != 0 && errno != EEXIST)
+        return false;
+    struct stat st;
+    /* a folder in /tmp that someone else made must not be trusted */
+    return stat(out, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid();
+}
+
+struct plat_lock { int fd; };
+
+static long read_pid(int fd) {
+    char text[32] = { 0 };
+    if (pread(fd, text, sizeof text - 1, 0) <= 0)
+        return 0;
+    return strtol(text, NULL, 10);
+}
+
+brasa_status plat_lock_acquire(const char *path, plat_lock **out, long *holder_pid, long *stale_pid, brasa_error *err) {
+    *out = NULL;
+    *holder_pid = *stale_pid = 0;
+    const int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return err_set(err, BRASA_ERR_IO, "cannot open the lock file %s: %s", path, strerror(errno));
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    if (fcntl(fd, F_SETLK, &fl) != 0) {
+        *holder_pid = read_pid(fd);
+        close(fd);
+        return err_set(err, BRASA_ERR_IO, "%s is held by process %ld", path, *holder_pid);
+    }
+    *stale_pid = read_pid(fd); /* a PID left by a process that died holding the lock */
+    char text[32];
+    const int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)n, 0) != n) {
+        close(fd);
+        return err_set(err, BRASA_ERR_IO, "cannot write the lock file %s: %s", path, strerror(errno));
+    }
+    plat_lock *l = malloc(sizeof *l);
+    if (!l) {
+        close(fd);
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    }
+    l->fd = fd;
+    *out = l;
+    return BRASA_OK;
+}
+
+void plat_lock_release(plat_lock *l) {
+    if (!l)
+        return;
+    if (ftruncate(l->fd, 0) != 0) {
+        /* the lock goes with the descriptor either way; an old PID in the file is only a hint */
+    }
+    close(l->fd);
+    free(l);
+}
+
+long plat_pid(void) {
+    return (long)getpid();
+}
+
+bool plat_socket_peer_closed(int fd) {
+    char c;
+    const ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+void plat_socket_close(int fd) {
+    close(fd);
+}
+
+void plat_sleep(double seconds) {
+    struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+    nanosleep(&ts, NULL);
 }
 
 double plat_time_seconds(void) {

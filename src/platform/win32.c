@@ -3,7 +3,10 @@
 #include "platform/platform.h"
 
 #include <io.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <winsock2.h>
 #include <windows.h>
 #include <psapi.h>
 
@@ -144,6 +147,9 @@ plat_cond *plat_cond_create(void) {
 void plat_cond_free(plat_cond *c) { free(c); }
 void plat_cond_wait(plat_cond *c, plat_mutex *m) { SleepConditionVariableCS(&c->cv, &m->cs, INFINITE); }
 void plat_cond_broadcast(plat_cond *c) { WakeAllConditionVariable(&c->cv); }
+void plat_cond_timedwait(plat_cond *c, plat_mutex *m, double seconds) {
+    SleepConditionVariableCS(&c->cv, &m->cs, seconds > 0 ? (DWORD)(seconds * 1000.0) : 0);
+}
 
 int plat_cpu_count(void) {
     SYSTEM_INFO si;
@@ -169,6 +175,114 @@ void plat_interrupt_install(volatile int *flag) {
 void plat_interrupt_remove(void) {
     SetConsoleCtrlHandler(on_console_event, FALSE);
     interrupt_flag = NULL;
+}
+
+static BOOL WINAPI on_terminate_event(DWORD type) {
+    if (interrupt_flag && (type == CTRL_C_EVENT || type == CTRL_BREAK_EVENT || type == CTRL_CLOSE_EVENT)) {
+        *interrupt_flag = 1;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+void plat_terminate_install(volatile int *flag) {
+    interrupt_flag = flag;
+    SetConsoleCtrlHandler(on_terminate_event, TRUE);
+}
+
+bool plat_runtime_dir(char *out, size_t size) {
+    const char *base = getenv("LOCALAPPDATA");
+    if (!base)
+        base = getenv("TEMP");
+    if (!base)
+        return false;
+    int n = snprintf(out, size, "%s\\brasa", base);
+    if (n < 0 || (size_t)n >= size)
+        return false;
+    CreateDirectoryA(out, NULL);
+    n = snprintf(out, size, "%s\\brasa\\run", base);
+    if (n < 0 || (size_t)n >= size)
+        return false;
+    CreateDirectoryA(out, NULL);
+    const DWORD attr = GetFileAttributesA(out);
+    return attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+struct plat_lock { HANDLE file; };
+
+static long read_pid(HANDLE f) {
+    char text[32] = { 0 };
+    DWORD got = 0;
+    OVERLAPPED at = { 0 };
+    if (!ReadFile(f, text, sizeof text - 1, &got, &at))
+        return 0;
+    return strtol(text, NULL, 10);
+}
+
+brasa_status plat_lock_acquire(const char *path, plat_lock **out, long *holder_pid, long *stale_pid, brasa_error *err) {
+    *out = NULL;
+    *holder_pid = *stale_pid = 0;
+    /* share-none while held: a second opener fails, and the handle closes with the process */
+    HANDLE f = CreateFileA(path, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ, NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (f == INVALID_HANDLE_VALUE) {
+        HANDLE r = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING, 0, NULL);
+        if (r != INVALID_HANDLE_VALUE) {
+            *holder_pid = read_pid(r);
+            CloseHandle(r);
+        }
+        return err_set(err, BRASA_ERR_IO, "%s is held by process %ld", path, *holder_pid);
+    }
+    *stale_pid = read_pid(f);
+    char text[32];
+    const int n = snprintf(text, sizeof text, "%ld\r\n", (long)GetCurrentProcessId());
+    DWORD put = 0;
+    SetFilePointer(f, 0, NULL, FILE_BEGIN);
+    SetEndOfFile(f);
+    if (!WriteFile(f, text, (DWORD)n, &put, NULL) || put != (DWORD)n) {
+        CloseHandle(f);
+        return err_set(err, BRASA_ERR_IO, "cannot write the lock file %s", path);
+    }
+    plat_lock *l = malloc(sizeof *l);
+    if (!l) {
+        CloseHandle(f);
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    }
+    l->file = f;
+    *out = l;
+    return BRASA_OK;
+}
+
+void plat_lock_release(plat_lock *l) {
+    if (!l)
+        return;
+    SetFilePointer(l->file, 0, NULL, FILE_BEGIN);
+    SetEndOfFile(l->file);
+    CloseHandle(l->file);
+    free(l);
+}
+
+long plat_pid(void) {
+    return (long)GetCurrentProcessId();
+}
+
+bool plat_socket_peer_closed(int fd) {
+    const SOCKET s = (SOCKET)fd;
+    fd_set set;
+    FD_ZERO(&set);
+    FD_SET(s, &set);
+    struct timeval tv = { 0, 0 };
+    if (select(0, &set, NULL, NULL, &tv) != 1)
+        return false;
+    char c;
+    return recv(s, &c, 1, MSG_PEEK) <= 0;
+}
+
+void plat_socket_close(int fd) {
+    closesocket((SOCKET)fd);
+}
+
+void plat_sleep(double seconds) {
+    Sleep(seconds > 0 ? (DWORD)(seconds * 1000.0) : 0);
 }
 
 double plat_time_seconds(void) {

@@ -136,9 +136,15 @@ typedef struct matmul_job {
     volatile int32_t next; /* the next chunk to take */
 } matmul_job;
 
-/* Batches below this many tokens use the fused block kernels row by row; larger ones dequantize
- * each weight row once and reuse it for every token. */
-#define MATMUL_REUSE_MIN_TOKENS 4
+/* Float activations: batches below this many tokens use the fused block kernels token by token;
+ * larger ones dequantize each weight row once and reuse it for every token. Below it (and below the
+ * eight-row threshold) every token's result is bit-identical to a batch of one: BK_BATCH_EXACT_MAX. */
+#define MATMUL_REUSE_MIN_TOKENS (BK_BATCH_EXACT_MAX + 1)
+
+/* 8-bit activations: four tokens per weight row from this many (bit-identical to one at a time),
+ * eight interleaved rows from the next threshold (not bit-identical, so above BK_BATCH_EXACT_MAX). */
+#define MATMUL_X4_MIN_TOKENS 4
+#define MATMUL_X8_MIN_TOKENS (BK_BATCH_EXACT_MAX + 1)
 
 /* Weight rows dequantized together for the prefill product (their floats stay in L1/L2). */
 #define MATMUL_ROW_TILE 2
@@ -161,14 +167,14 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
     float *yd = y->data;
     const size_t ys = y->row_bytes / sizeof(float), xs = x->row_bytes / sizeof(float);
     float (*fused)(const void *, const float *, int64_t) = k->dot_row[w->type];
-    if (it->act && x->ne1 >= MATMUL_REUSE_MIN_TOKENS) {
+    if (it->act && x->ne1 >= MATMUL_X4_MIN_TOKENS) {
         /* prefill with 8-bit activations: four tokens per weight row, the row's codes unpacked once;
          * the chunk's rows and four tokens' activations stay in the first-level caches */
         void (*dot4)(const void *, const void *, size_t, int64_t, float *, size_t) = k->dot_q8_x4[w->type];
         float (*dot)(const void *, const void *, int64_t) = k->dot_q8[w->type];
         const size_t ab = it->act_row_bytes;
         int64_t first = lo;
-        if (k->x8_gemm[w->type]) {
+        if (k->x8_gemm[w->type] && x->ne1 >= MATMUL_X8_MIN_TOKENS) {
             /* groups of eight rows in the path's interleaved layout, then tokens in blocks whose
              * activations stay in cache while every group of the chunk passes over them */
             const size_t gb = k->x8_bytes[w->type](w->ne0);
@@ -314,7 +320,7 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
     if (st != BRASA_OK)
         return st;
     /* 8-bit activations: at most two layouts (32- and 256-element blocks), each quantized once */
-    const bool batch = x->ne1 >= MATMUL_REUSE_MIN_TOKENS;
+    const bool batch = x->ne1 >= MATMUL_X4_MIN_TOKENS;
     if (c->q8) {
         size_t offset[2] = { 0, 0 }, row_bytes[2] = { 0, 0 }, used = 0;
         for (int i = 0; i < n; i++) {

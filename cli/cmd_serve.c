@@ -1,0 +1,71 @@
+/* cmd_serve.c: `brasa serve`: the flags of the OpenAI-compatible server, checked, then srv_run. */
+#include <stdlib.h>
+
+#include "cli.h"
+#include "server/server.h"
+
+static const char usage[] =
+    "Usage: brasa serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--threads N]\n"
+    "                   [--api-key KEY | --no-auth] [--timeout S] [--queue N] [--max-body BYTES]\n"
+    "\n"
+    "Serves the model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions,\n"
+    "/v1/models, /health, /metrics) and a chat page at /. Up to --parallel requests (default 4) decode\n"
+    "together; each has a context of --ctx tokens (default 4096). Binding to an address other than\n"
+    "loopback needs --api-key (or --no-auth). The key is also read from BRASA_API_KEY.\n"
+    "SIGINT or SIGTERM stops it after the requests in flight.\n";
+
+int cmd_serve(int argc, char **argv) {
+    srv_config cfg = { .host = "127.0.0.1", .port = 8080, .parallel = 4, .ctx = 4096, .timeout_s = 30,
+                       .max_queue = 64, .max_body = 8u << 20 };
+    const char *env_key = getenv("BRASA_API_KEY");
+    if (env_key && env_key[0])
+        cfg.api_key = env_key;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t n;
+        if (cli_is_help(a)) {
+            fputs(usage, stdout);
+            return CLI_OK;
+        } else if (strcmp(a, "--no-auth") == 0) {
+            cfg.no_auth = true;
+            continue;
+        }
+        if (!v)
+            return cli_usage_error("serve", usage, "%s needs a value", a);
+        i++;
+        if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0)
+            cfg.model_path = v;
+        else if (strcmp(a, "--host") == 0)
+            cfg.host = v;
+        else if (strcmp(a, "--api-key") == 0) {
+            if (!v[0])
+                return cli_usage_error("serve", usage, "--api-key must not be empty");
+            cfg.api_key = v;
+        } else if (strcmp(a, "--port") == 0 && cli_parse_i64(v, 0, 65535, &n))
+            cfg.port = (int)n;
+        else if (strcmp(a, "--parallel") == 0 && cli_parse_i64(v, 1, 64, &n))
+            cfg.parallel = (int)n;
+        else if (strcmp(a, "--ctx") == 0 && cli_parse_i64(v, 16, 1 << 20, &n))
+            cfg.ctx = (int)n;
+        else if (strcmp(a, "--threads") == 0 && cli_parse_i64(v, 1, 1024, &n))
+            cfg.threads = (int)n;
+        else if (strcmp(a, "--timeout") == 0 && cli_parse_i64(v, 1, 3600, &n))
+            cfg.timeout_s = (int)n;
+        else if (strcmp(a, "--queue") == 0 && cli_parse_i64(v, 0, 4096, &n))
+            cfg.max_queue = (int)n;
+        else if (strcmp(a, "--max-body") == 0 && cli_parse_i64(v, 1024, (int64_t)1 << 30, &n))
+            cfg.max_body = (size_t)n;
+        else if (strcmp(a, "--port") == 0 || strcmp(a, "--parallel") == 0 || strcmp(a, "--ctx") == 0 ||
+                 strcmp(a, "--threads") == 0 || strcmp(a, "--timeout") == 0 || strcmp(a, "--queue") == 0 ||
+                 strcmp(a, "--max-body") == 0)
+            return cli_usage_error("serve", usage, "%s: '%s' is not a number in range "
+                                   "(--port 0-65535, --parallel 1-64, --ctx 16-1048576, --threads 1-1024, "
+                                   "--timeout 1-3600, --queue 0-4096, --max-body 1024-1073741824)", a, v);
+        else
+            return cli_usage_error("serve", usage, "unknown option '%s'", a);
+    }
+    if (!cfg.model_path)
+        return cli_usage_error("serve", usage, "-m MODEL is required");
+    return srv_run(&cfg);
+}

@@ -1,0 +1,482 @@
+/* sched.c: the scheduler thread and its slots (see sched.h).
+ *
+ * Each turn of the loop: admit queued jobs into free slots, evaluate one token for every decoding
+ * slot in one batched step, then one prompt chunk of one prefilling slot (round robin), so a long
+ * prompt delays running streams by one chunk at most. Exactness: the engine gives a token in a step
+ * of at most BK_BATCH_EXACT_MAX sequences the logits it gets alone, and prompts are cut into chunks
+ * at fixed multiples of the batch size whatever else runs, so a request's greedy output never
+ * depends on its neighbours. A slot keeps its last prompt's whole chunks cached; a new job that
+ * starts with them skips their evaluation (the same chunks, so the same cache contents). */
+#include "server/sched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "engine/stream.h"
+#include "platform/platform.h"
+
+#define MAX_STOP 4
+#define PROMPT_CHUNK 64
+
+struct sched_job {
+    brasa_token *prompt;
+    size_t n_prompt;
+    int32_t max_tokens;
+    brasa_sampler_params sampling;
+    char *stop[MAX_STOP + 1];
+    /* shared with the readers, under the scheduler's mutex */
+    buf text;
+    sched_finish finish;
+    int32_t n_generated;
+    char error[512];
+    bool cancelled;
+    int refs;
+    double t_submit;
+    sched_job *next; /* in the queue */
+};
+
+typedef struct slot {
+    sched_job *job;          /* NULL when free */
+    brasa_sampler *sampler;
+    brasa_decoder *decoder;
+    gen_stream stream;
+    sched *owner;
+    size_t prompt_done;      /* prompt tokens in the cache */
+    bool has_next;           /* next: sampled, to be evaluated in the next step */
+    brasa_token next;
+    brasa_token *cached;     /* prompt tokens whose cache rows are reusable (whole chunks) */
+    size_t n_cached, cap_cached;
+    double t_last;           /* when the last token came */
+} slot;
+
+struct sched {
+    const brasa_model *model;
+    brasa_context *ctx;
+    sched_config cfg;
+    plat_mutex *mu;
+    plat_cond *wake, *news;
+    plat_thread *thread;
+    volatile int32_t stopping;
+    sched_job *queue_head, *queue_tail;
+    int queued, active;
+    slot *slots;
+    int32_t next_prefill;    /* round robin over prefilling slots */
+};
+
+static void job_unref_locked(sched_job *j) {
+    if (--j->refs > 0)
+        return;
+    free(j->prompt);
+    for (int i = 0; i < MAX_STOP; i++)
+        free(j->stop[i]);
+    buf_free(&j->text);
+    free(j);
+}
+
+/* gen_stream's output: straight into the job, for its readers */
+static bool slot_text(const char *text, size_t len, void *user) {
+    slot *sl = user;
+    plat_mutex_lock(sl->owner->mu);
+    const bool ok = buf_append(&sl->job->text, text, len);
+    plat_cond_broadcast(sl->owner->news);
+    plat_mutex_unlock(sl->owner->mu);
+    return ok;
+}
+
+static void slot_finish(sched *s, slot *sl, sched_finish why, const char *error) {
+    sched_job *j = sl->job;
+    if (why == SCHED_STOP || why == SCHED_LENGTH) {
+        if (!sl->stream.matched) { /* text held back for a stop string or a character is output after all */
+            const char *rest;
+            size_t len;
+            brasa_decoder_flush(sl->decoder, &rest, &len);
+            if (buf_append(&sl->stream.pending, rest, len))
+                gen_stream_flush(&sl->stream);
+        }
+    }
+    gen_stream_free(&sl->stream);
+    brasa_sampler_free(sl->sampler);
+    brasa_decoder_free(sl->decoder);
+    sl->sampler = NULL;
+    sl->decoder = NULL;
+    if (s->cfg.metrics)
+        metrics_tokens(s->cfg.metrics, (int64_t)sl->prompt_done, j->n_generated);
+    plat_mutex_lock(s->mu);
+    j->finish = why;
+    if (error)
+        snprintf(j->error, sizeof j->error, "%s", error);
+    sl->job = NULL;
+    s->active--;
+    job_unref_locked(j);
+    plat_cond_broadcast(s->news);
+    plat_mutex_unlock(s->mu);
+}
+
+/* The longest cached prefix of the slot that the job can reuse: whole chunks, and at least one
+ * prompt token left to evaluate (its logits start the generation). */
+static size_t reusable(const slot *sl, const sched_job *j) {
+    size_t n = 0;
+    while (n < sl->n_cached && n < j->n_prompt && sl->cached[n] == j->prompt[n])
+        n++;
+    if (n >= j->n_prompt)
+        n = j->n_prompt - 1;
+    return n / PROMPT_CHUNK * PROMPT_CHUNK;
+}
+
+/* Puts queued jobs into free slots (the one with the most reusable cache first); under the mutex. */
+static void admit_locked(sched *s) {
+    while (s->queue_head) {
+        int best = -1;
+        size_t best_reuse = 0;
+        for (int i = 0; i < s->cfg.n_slots; i++) {
+            if (s->slots[i].job)
+                continue;
+            const size_t r = reusable(&s->slots[i], s->queue_head);
+            if (best < 0 || r > best_reuse) {
+                best = i;
+                best_reuse = r;
+            }
+        }
+        if (best < 0)
+            return;
+        sched_job *j = s->queue_head;
+        s->queue_head = j->next;
+        if (!s->queue_head)
+            s->queue_tail = NULL;
+        s->queued--;
+        if (j->cancelled) {
+            j->finish = SCHED_CANCELLED;
+            job_unref_locked(j);
+            plat_cond_broadcast(s->news);
+            continue;
+        }
+        slot *sl = &s->slots[best];
+        brasa_error err;
+        if (brasa_sampler_create(&j->sampling, &sl->sampler, &err) != BRASA_OK ||
+            brasa_decoder_create(s->model, BRASA_DETOKENIZE_DEFAULT, &sl->decoder, &err) != BRASA_OK) {
+            brasa_sampler_free(sl->sampler);
+            sl->sampler = NULL;
+            j->finish = SCHED_FAILED;
+            snprintf(j->error, sizeof j->error, "%s", err.message);
+            job_unref_locked(j);
+            plat_cond_broadcast(s->news);
+            continue;
+        }
+        sl->job = j;
+        sl->stream = (gen_stream){ (const char *const *)j->stop, slot_text, sl, { 0 }, false, false };
+        sl->has_next = false;
+        sl->prompt_done = best_reuse;
+        sl->n_cached = best_reuse; /* the rest is overwritten from here on */
+        brasa_seq_truncate(s->ctx, best, (int32_t)best_reuse);
+        for (size_t t = 0; t < best_reuse; t++)
+            brasa_sampler_accept(sl->sampler, j->prompt[t]);
+        s->active++;
+    }
+}
+
+/* Samples the slot's next token from its sequence's logits and streams its text; ends the job when
+ * it is done. */
+static void slot_sample(sched *s, int seq) {
+    slot *sl = &s->slots[seq];
+    sched_job *j = sl->job;
+    const brasa_token t = brasa_sampler_sample(sl->sampler, brasa_seq_logits(s->ctx, seq), brasa_logits_size(s->ctx));
+    if (t == BRASA_TOKEN_NONE) {
+        slot_finish(s, sl, SCHED_FAILED, "out of memory while sampling");
+        return;
+    }
+    brasa_sampler_accept(sl->sampler, t);
+    const double now = plat_time_seconds();
+    if (s->cfg.metrics) {
+        if (j->n_generated == 0)
+            metrics_time_to_first_token(s->cfg.metrics, now - j->t_submit);
+        else
+            metrics_token_latency(s->cfg.metrics, now - sl->t_last);
+    }
+    sl->t_last = now;
+    plat_mutex_lock(s->mu);
+    j->n_generated++;
+    plat_mutex_unlock(s->mu);
+    if (brasa_token_is_eog(s->model, t)) {
+        slot_finish(s, sl, SCHED_STOP, NULL);
+        return;
+    }
+    const char *piece;
+    size_t len;
+    brasa_error err;
+    if (brasa_decoder_push(sl->decoder, t, &piece, &len, &err) != BRASA_OK) {
+        slot_finish(s, sl, SCHED_FAILED, err.message);
+        return;
+    }
+    if (!gen_stream_push(&sl->stream, piece, len)) {
+        slot_finish(s, sl, SCHED_FAILED, "out of memory while streaming");
+        return;
+    }
+    if (sl->stream.matched) {
+        slot_finish(s, sl, SCHED_STOP, NULL);
+        return;
+    }
+    if (j->n_generated >= j->max_tokens || brasa_seq_used(s->ctx, seq) >= brasa_context_size(s->ctx)) {
+        slot_finish(s, sl, SCHED_LENGTH, NULL);
+        return;
+    }
+    sl->next = t;
+    sl->has_next = true;
+}
+
+/* One batched decode step for every slot with a sampled token. */
+static void step_decode(sched *s) {
+    int32_t seqs[256];
+    brasa_token toks[256];
+    size_t n = 0;
+    for (int i = 0; i < s->cfg.n_slots; i++)
+        if (s->slots[i].job && s->slots[i].has_next) {
+            seqs[n] = i;
+            toks[n++] = s->slots[i].next;
+            s->slots[i].has_next = false;
+        }
+    if (n == 0)
+        return;
+    brasa_error err;
+    if (brasa_seq_decode_step(s->ctx, seqs, toks, n, &err) != BRASA_OK) {
+        for (size_t k = 0; k < n; k++)
+            slot_finish(s, &s->slots[seqs[k]], SCHED_FAILED, err.message);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        slot_sample(s, seqs[k]);
+}
+
+static bool remember_cached(slot *sl, const brasa_token *t, size_t n) {
+    if (sl->n_cached + n > sl->cap_cached) {
+        size_t cap = sl->cap_cached ? sl->cap_cached : 256;
+        while (cap < sl->n_cached + n)
+            cap *= 2;
+        brasa_token *p = realloc(sl->cached, cap * sizeof *p);
+        if (!p)
+            return false;
+        sl->cached = p;
+        sl->cap_cached = cap;
+    }
+    memcpy(sl->cached + sl->n_cached, t, n * sizeof *t);
+    sl->n_cached += n;
+    return true;
+}
+
+/* The next chunk of one prefilling slot's prompt. */
+static void step_prefill(sched *s) {
+    for (int k = 0; k < s->cfg.n_slots; k++) {
+        const int i = (s->next_prefill + k) % s->cfg.n_slots;
+        slot *sl = &s->slots[i];
+        sched_job *j = sl->job;
+        if (!j || sl->prompt_done >= j->n_prompt)
+            continue;
+        s->next_prefill = (i + 1) % s->cfg.n_slots;
+        const size_t end = (sl->prompt_done / PROMPT_CHUNK + 1) * PROMPT_CHUNK;
+        const size_t n = (end < j->n_prompt ? end : j->n_prompt) - sl->prompt_done;
+        brasa_error err;
+        if (brasa_seq_decode(s->ctx, i, j->prompt + sl->prompt_done, n, NULL, &err) != BRASA_OK) {
+            sl->n_cached = 0;
+            slot_finish(s, sl, SCHED_FAILED, err.message);
+            return;
+        }
+        for (size_t t = 0; t < n; t++)
+            brasa_sampler_accept(sl->sampler, j->prompt[sl->prompt_done + t]);
+        /* only whole chunks are kept for reuse: a part chunk would be cut differently next time */
+        if (n == PROMPT_CHUNK && sl->n_cached == sl->prompt_done && !remember_cached(sl, j->prompt + sl->prompt_done, n))
+            sl->n_cached = 0;
+        sl->prompt_done += n;
+        if (sl->prompt_done == j->n_prompt)
+            slot_sample(s, i);
+        return;
+    }
+}
+
+static void sched_loop(void *arg) {
+    sched *s = arg;
+    plat_mutex_lock(s->mu);
+    for (;;) {
+        /* cancelled jobs leave their slots now */
+        for (int i = 0; i < s->cfg.n_slots; i++)
+            if (s->slots[i].job && (s->slots[i].job->cancelled || plat_atomic_load(&s->stopping))) {
+                plat_mutex_unlock(s->mu);
+                s->slots[i].n_cached = 0;
+                slot_finish(s, &s->slots[i], SCHED_CANCELLED, NULL);
+                plat_mutex_lock(s->mu);
+            }
+        if (plat_atomic_load(&s->stopping)) {
+            while (s->queue_head) {
+                sched_job *j = s->queue_head;
+                s->queue_head = j->next;
+                s->queued--;
+                j->finish = SCHED_CANCELLED;
+                job_unref_locked(j);
+            }
+            s->queue_tail = NULL;
+            plat_cond_broadcast(s->news);
+            break;
+        }
+        admit_locked(s);
+        if (s->active == 0) {
+            plat_cond_wait(s->wake, s->mu);
+            continue;
+        }
+        plat_mutex_unlock(s->mu);
+        step_decode(s);
+        step_prefill(s);
+        plat_mutex_lock(s->mu);
+    }
+    plat_mutex_unlock(s->mu);
+}
+
+brasa_status sched_create(const brasa_model *model, const sched_config *cfg, sched **out, brasa_error *err) {
+    *out = NULL;
+    if (cfg->n_slots < 1 || cfg->n_slots > 256 || cfg->max_queue < 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d slots: give 1 to 256", cfg->n_slots);
+    sched *s = calloc(1, sizeof *s);
+    if (!s)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    s->model = model;
+    s->cfg = *cfg;
+    s->slots = calloc((size_t)cfg->n_slots, sizeof *s->slots);
+    s->mu = plat_mutex_create();
+    s->wake = plat_cond_create();
+    s->news = plat_cond_create();
+    brasa_status st = BRASA_OK;
+    if (!s->slots || !s->mu || !s->wake || !s->news) {
+        sched_free(s);
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < cfg->n_slots; i++)
+        s->slots[i].owner = s;
+    brasa_context_params cp = brasa_context_default_params();
+    cp.n_ctx = cfg->n_ctx;
+    cp.n_batch = PROMPT_CHUNK;
+    cp.n_threads = cfg->n_threads;
+    cp.n_seq = cfg->n_slots;
+    st = brasa_context_create(model, &cp, &s->ctx, err);
+    if (st == BRASA_OK)
+        st = plat_thread_start(&s->thread, sched_loop, s, err);
+    if (st != BRASA_OK) {
+        sched_free(s);
+        return st;
+    }
+    *out = s;
+    return BRASA_OK;
+}
+
+void sched_stop(sched *s) {
+    plat_atomic_store(&s->stopping, 1);
+    if (!s->thread)
+        return;
+    plat_mutex_lock(s->mu);
+    plat_cond_broadcast(s->wake);
+    plat_mutex_unlock(s->mu);
+    plat_thread_join(s->thread);
+    s->thread = NULL;
+}
+
+void sched_free(sched *s) {
+    if (!s)
+        return;
+    sched_stop(s);
+    for (int i = 0; s->slots && i < s->cfg.n_slots; i++)
+        free(s->slots[i].cached);
+    brasa_context_free(s->ctx);
+    free(s->slots);
+    plat_cond_free(s->wake);
+    plat_cond_free(s->news);
+    plat_mutex_free(s->mu);
+    free(s);
+}
+
+const char *sched_backend(const sched *s) {
+    return brasa_context_backend(s->ctx);
+}
+
+sched_job *sched_submit(sched *s, const sched_job_params *p) {
+    sched_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->prompt = malloc(p->n_prompt * sizeof *j->prompt);
+    bool ok = j->prompt != NULL;
+    if (ok)
+        memcpy(j->prompt, p->prompt, p->n_prompt * sizeof *j->prompt);
+    j->n_prompt = p->n_prompt;
+    j->max_tokens = p->max_tokens;
+    j->sampling = p->sampling;
+    for (int i = 0; ok && p->stop && p->stop[i] && i < MAX_STOP; i++) {
+        j->stop[i] = malloc(strlen(p->stop[i]) + 1);
+        ok = j->stop[i] != NULL;
+        if (ok)
+            strcpy(j->stop[i], p->stop[i]);
+    }
+    j->refs = 2; /* the caller's and the scheduler's */
+    j->t_submit = plat_time_seconds();
+    plat_mutex_lock(s->mu);
+    /* free slots take jobs without waiting: only the jobs beyond them count against the queue */
+    if (!ok || s->queued - (s->cfg.n_slots - s->active) >= s->cfg.max_queue ||
+        plat_atomic_load(&s->stopping)) {
+        j->refs = 1;
+        job_unref_locked(j);
+        plat_mutex_unlock(s->mu);
+        return NULL;
+    }
+    if (s->queue_tail)
+        s->queue_tail->next = j;
+    else
+        s->queue_head = j;
+    s->queue_tail = j;
+    s->queued++;
+    plat_cond_broadcast(s->wake);
+    plat_mutex_unlock(s->mu);
+    return j;
+}
+
+bool sched_job_read(sched *s, sched_job *j, double seconds, buf *out, sched_progress *pr) {
+    plat_mutex_lock(s->mu);
+    if (j->text.len == 0 && j->finish == SCHED_RUNNING && seconds > 0)
+        plat_cond_timedwait(s->news, s->mu, seconds);
+    const bool ok = buf_append(out, j->text.data, j->text.len);
+    if (ok)
+        j->text.len = 0;
+    pr->finish = j->finish;
+    pr->n_prompt = (int32_t)j->n_prompt;
+    pr->n_generated = j->n_generated;
+    snprintf(pr->error, sizeof pr->error, "%s", j->error);
+    plat_mutex_unlock(s->mu);
+    return ok;
+}
+
+void sched_job_cancel(sched *s, sched_job *j) {
+    plat_mutex_lock(s->mu);
+    j->cancelled = true;
+    plat_cond_broadcast(s->wake);
+    plat_mutex_unlock(s->mu);
+}
+
+void sched_job_release(sched *s, sched_job *j) {
+    if (!j)
+        return;
+    plat_mutex_lock(s->mu);
+    job_unref_locked(j);
+    plat_mutex_unlock(s->mu);
+}
+
+bool sched_drain(sched *s, double seconds) {
+    const double until = plat_time_seconds() + seconds;
+    plat_mutex_lock(s->mu);
+    while ((s->queued > 0 || s->active > 0) && plat_time_seconds() < until)
+        plat_cond_timedwait(s->news, s->mu, 0.1);
+    const bool drained = s->queued == 0 && s->active == 0;
+    plat_mutex_unlock(s->mu);
+    return drained;
+}
+
+void sched_counts(sched *s, int *queued, int *active) {
+    plat_mutex_lock(s->mu);
+    *queued = s->queued;
+    *active = s->active;
+    plat_mutex_unlock(s->mu);
+}

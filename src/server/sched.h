@@ -1,0 +1,72 @@
+/* sched.h: continuous batching. One scheduler thread owns the inference context and its slots (one
+ * sequence each); requests queue as jobs, take a free slot, have their prompt evaluated in chunks
+ * between decode steps, and then decode together with every other running job, one token each per
+ * batched forward pass. The HTTP threads only submit jobs and read their text. */
+#ifndef BRASA_SERVER_SCHED_H
+#define BRASA_SERVER_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "brasa.h"
+#include "core/buf.h"
+#include "server/metrics.h"
+
+typedef struct sched sched;
+typedef struct sched_job sched_job;
+
+typedef struct sched_config {
+    int32_t n_slots;   /* requests decoded together */
+    int32_t n_ctx;     /* tokens per slot */
+    int32_t n_threads;
+    int32_t max_queue; /* jobs waiting for a slot before submissions are refused */
+    metrics *metrics;  /* token counts and latencies go here; may be NULL */
+} sched_config;
+
+/* Why a job ended. */
+typedef enum sched_finish {
+    SCHED_RUNNING,
+    SCHED_STOP,     /* end of turn or a stop string */
+    SCHED_LENGTH,   /* max_tokens or the context */
+    SCHED_CANCELLED,
+    SCHED_FAILED
+} sched_finish;
+
+typedef struct sched_job_params {
+    const brasa_token *prompt; /* copied */
+    size_t n_prompt;
+    int32_t max_tokens;        /* > 0 */
+    brasa_sampler_params sampling;
+    const char *const *stop;   /* NULL-terminated, copied; may be NULL */
+} sched_job_params;
+
+/* What a reader learns from sched_job_read. */
+typedef struct sched_progress {
+    sched_finish finish;
+    int32_t n_prompt, n_generated;
+    char error[512];          /* when SCHED_FAILED */
+} sched_progress;
+
+brasa_status sched_create(const brasa_model *model, const sched_config *cfg, sched **out, brasa_error *err);
+/* Stops the thread; running and queued jobs end as cancelled, and later submissions are refused. */
+void sched_stop(sched *s);
+/* sched_stop, then frees everything. */
+void sched_free(sched *s);
+const char *sched_backend(const sched *s);
+
+/* Queues a job; NULL when the queue is full (or out of memory). The caller holds one reference. */
+sched_job *sched_submit(sched *s, const sched_job_params *p);
+/* Waits up to `seconds` for news, appends the job's new text to out, and reports where it stands.
+ * Returns false when out of memory. */
+bool sched_job_read(sched *s, sched_job *j, double seconds, buf *out, sched_progress *progress);
+/* Ends the job at the next step (a client went away); its slot is freed then. */
+void sched_job_cancel(sched *s, sched_job *j);
+/* Drops the caller's reference. */
+void sched_job_release(sched *s, sched_job *j);
+
+/* Waits until no job is queued or running, at most `seconds`; returns whether it got there. */
+bool sched_drain(sched *s, double seconds);
+void sched_counts(sched *s, int *queued, int *active);
+
+#endif

@@ -1,0 +1,509 @@
+/* server.c: the HTTP side of `brasa serve` on libmicrohttpd: routes, the API key, body limits,
+ * OpenAI-shaped errors, whole and streamed (server-sent events) replies read from scheduler jobs,
+ * cancellation when a client goes away, the device lock and the shutdown sequence. */
+#include "server/server.h"
+
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "brasa.h"
+#include "core/buf.h"
+#include "platform/platform.h"
+#include "server/api.h"
+#include "server/metrics.h"
+#include "server/sched.h"
+
+#define READ_WAIT_SECONDS 0.1
+#define DRAIN_SECONDS 30.0
+
+typedef struct server {
+    const srv_config *cfg;
+    brasa_model *model;
+    sched *sched;
+    metrics *metrics;
+    char model_id[256];
+    int64_t started;
+    volatile int32_t draining;
+    volatile int32_t next_id;
+} server;
+
+typedef enum route { R_NONE, R_PAGE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS } route;
+
+/* One HTTP request, from its first byte to the end of its reply. */
+typedef struct conn {
+    server *srv;
+    route route;
+    struct MHD_Connection *mhd;
+    buf body;
+    bool too_large;
+    int status;             /* for the metrics */
+    sched_job *job;
+    api_reply reply;
+    char id[48];
+    bool include_usage, first_chunk, ended;
+    buf out;                /* SSE bytes not yet handed to the server library */
+    size_t out_pos;
+} conn;
+
+static const char *route_label(route r) {
+    return r == R_CHAT ? "chat" : r == R_COMPLETIONS ? "completions" : r == R_MODELS ? "models" : "other";
+}
+
+static enum MHD_Result send_bytes(conn *c, int status, const char *type, const char *data, size_t len) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    if (status == 405)
+        MHD_add_response_header(r, "Allow", c->route == R_CHAT || c->route == R_COMPLETIONS ? "POST, OPTIONS" : "GET, OPTIONS");
+    if (status == 401)
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (status == 503)
+        MHD_add_response_header(r, "Retry-After", "1");
+    const enum MHD_Result res = MHD_queue_response(c->mhd, (unsigned)status, r);
+    MHD_destroy_response(r);
+    c->status = status;
+    return res;
+}
+
+static enum MHD_Result send_error(conn *c, int status, const char *type, const char *param, const char *code,
+                                  const char *fmt, ...) {
+    char message[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    buf b = { 0 };
+    enum MHD_Result res = MHD_NO;
+    if (api_error_json(message, type, param, code, &b))
+        res = send_bytes(c, status, "application/json", b.data, b.len);
+    buf_free(&b);
+    return res;
+}
+
+/* Compares without an early exit, so the time taken says nothing about where a guess went wrong. */
+static bool same_secret(const char *a, const char *b) {
+    const size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < lb; i++)
+        diff |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+    return diff == 0;
+}
+
+static bool authorized(conn *c) {
+    const char *key = c->srv->cfg->api_key;
+    if (!key || c->route == R_HEALTH || c->route == R_PAGE)
+        return true;
+    const char *h = MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND, "Authorization");
+    return h && strncmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, key);
+}
+
+static const char *finish_name(sched_finish f) {
+    return f == SCHED_LENGTH ? "length" : "stop";
+}
+
+static bool peer_gone(conn *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci && plat_socket_peer_closed((int)ci->connect_fd);
+}
+
+/* The streamed reply: SSE events made from the job's text as it arrives. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *dst, size_t max) {
+    (void)pos;
+    conn *c = cls;
+    server *s = c->srv;
+    while (c->out_pos == c->out.len) {
+        c->out.len = c->out_pos = 0;
+        if (c->ended)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        buf text = { 0 };
+        sched_progress pr;
+        if (!sched_job_read(s->sched, c->job, READ_WAIT_SECONDS, &text, &pr)) {
+            buf_free(&text);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        bool ok = true;
+        if (text.len > 0) {
+            ok = api_chunk_sse(&c->reply, c->first_chunk, text.data, text.len, NULL, &c->out);
+            c->first_chunk = false;
+        }
+        buf_free(&text);
+        if (pr.finish == SCHED_FAILED || pr.finish == SCHED_CANCELLED) {
+            const char *msg = pr.finish == SCHED_FAILED ? pr.error : "the server is shutting down";
+            ok = ok && buf_append(&c->out, "data: ", 6) &&
+                 api_error_json(msg, pr.finish == SCHED_FAILED ? "server_error" : "unavailable", NULL, NULL, &c->out) &&
+                 buf_append(&c->out, "\n\ndata: [DONE]\n\n", 16);
+            c->ended = true;
+        } else if (pr.finish != SCHED_RUNNING) {
+            ok = ok && api_chunk_sse(&c->reply, c->first_chunk, "", 0, finish_name(pr.finish), &c->out);
+            if (c->include_usage)
+                ok = ok && api_usage_sse(&c->reply, pr.n_prompt, pr.n_generated, &c->out);
+            ok = ok && buf_append(&c->out, "data: [DONE]\n\n", 14);
+            c->ended = true;
+        } else if (c->out.len == 0 && peer_gone(c)) {
+            sched_job_cancel(s->sched, c->job);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        if (!ok)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    const size_t n = c->out.len - c->out_pos < max ? c->out.len - c->out_pos : max;
+    memcpy(dst, c->out.data + c->out_pos, n);
+    c->out_pos += n;
+    return (ssize_t)n;
+}
+
+/* Turns a checked request into prompt tokens; false after sending the error. */
+static bool request_tokens(conn *c, const api_request *rq, brasa_token **tokens, size_t *n, enum MHD_Result *res) {
+    server *s = c->srv;
+    const size_t cap = (size_t)s->cfg->ctx + 1;
+    *tokens = malloc(cap * sizeof **tokens);
+    if (!*tokens) {
+        *res = send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+        return false;
+    }
+    brasa_error err;
+    brasa_status st;
+    if (rq->kind == API_CHAT)
+        st = brasa_chat_tokenize(s->model, NULL, rq->messages, rq->n_messages, true, *tokens, cap, n, &err);
+    else
+        st = brasa_tokenize(s->model, rq->prompt, strlen(rq->prompt), BRASA_TOKENIZE_ADD_BOS, *tokens, cap, n, &err);
+    if (st == BRASA_OK && *n >= (size_t)s->cfg->ctx)
+        st = BRASA_ERR_BUFFER_TOO_SMALL;
+    if (st == BRASA_ERR_BUFFER_TOO_SMALL) {
+        *res = send_error(c, 400, "invalid_request_error", rq->kind == API_CHAT ? "messages" : "prompt",
+                          "context_length_exceeded",
+                          "the prompt is %zu tokens, but this server's context holds %d (including the reply): "
+                          "shorten it or start the server with a larger --ctx", *n, s->cfg->ctx);
+        return false;
+    }
+    if (st != BRASA_OK) {
+        *res = send_error(c, 400, "invalid_request_error", rq->kind == API_CHAT ? "messages" : "prompt", NULL, "%s",
+                          err.message);
+        return false;
+    }
+    return true;
+}
+
+static enum MHD_Result handle_generation(conn *c) {
+    server *s = c->srv;
+    if (c->too_large)
+        return send_error(c, 413, "invalid_request_error", NULL, "body_too_large", "the body is over %zu bytes",
+                          s->cfg->max_body);
+    api_request rq;
+    char message[400];
+    const char *param = NULL;
+    const api_kind kind = c->route == R_CHAT ? API_CHAT : API_COMPLETION;
+    if (!api_parse(kind, c->body.data ? c->body.data : "", c->body.len, &rq, message, sizeof message, &param)) {
+        api_request_free(&rq);
+        return send_error(c, 400, "invalid_request_error", param, NULL, "%s", message);
+    }
+    enum MHD_Result res = MHD_NO;
+    brasa_token *tokens = NULL;
+    size_t n = 0;
+    if (!request_tokens(c, &rq, &tokens, &n, &res)) {
+        free(tokens);
+        api_request_free(&rq);
+        return res;
+    }
+    const int32_t room = s->cfg->ctx - (int32_t)n;
+    sched_job_params jp = { tokens, n, rq.max_tokens > 0 && rq.max_tokens < room ? rq.max_tokens : room, rq.sampling,
+                            rq.stop };
+    c->job = plat_atomic_load(&s->draining) ? NULL : sched_submit(s->sched, &jp);
+    free(tokens);
+    const bool stream = rq.stream;
+    c->include_usage = rq.include_usage;
+    api_request_free(&rq);
+    if (!c->job)
+        return send_error(c, 503, "unavailable", NULL, "queue_full",
+                          plat_atomic_load(&s->draining) ? "the server is shutting down"
+                                                         : "the server is busy: %d requests are already waiting",
+                          s->cfg->max_queue);
+    snprintf(c->id, sizeof c->id, "%s-%08x%04x", kind == API_CHAT ? "chatcmpl" : "cmpl", (unsigned)s->started,
+             (unsigned)plat_atomic_add(&s->next_id, 1));
+    c->reply = (api_reply){ kind, c->id, s->model_id, (int64_t)time(NULL) };
+    c->first_chunk = true;
+    if (stream) {
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, c, NULL);
+        if (!r)
+            return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", "text/event-stream; charset=utf-8");
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no");
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+        res = MHD_queue_response(c->mhd, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        c->status = 200;
+        return res;
+    }
+    /* a whole reply: wait for the job, and give up its slot if the client leaves meanwhile */
+    buf text = { 0 };
+    sched_progress pr;
+    for (;;) {
+        if (!sched_job_read(s->sched, c->job, READ_WAIT_SECONDS, &text, &pr)) {
+            buf_free(&text);
+            sched_job_cancel(s->sched, c->job);
+            return send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+        }
+        if (pr.finish != SCHED_RUNNING)
+            break;
+        if (peer_gone(c)) {
+            sched_job_cancel(s->sched, c->job);
+            buf_free(&text);
+            return MHD_NO;
+        }
+    }
+    if (pr.finish == SCHED_FAILED)
+        res = send_error(c, 500, "server_error", NULL, NULL, "generation failed: %s", pr.error);
+    else if (pr.finish == SCHED_CANCELLED)
+        res = send_error(c, 503, "unavailable", NULL, NULL, "the server is shutting down");
+    else {
+        buf b = { 0 };
+        res = api_completion_json(&c->reply, text.data ? text.data : "", text.len, finish_name(pr.finish), pr.n_prompt,
+                                  pr.n_generated, &b)
+                  ? send_bytes(c, 200, "application/json", b.data, b.len)
+                  : send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+        buf_free(&b);
+    }
+    buf_free(&text);
+    return res;
+}
+
+static enum MHD_Result handle_get(conn *c) {
+    server *s = c->srv;
+    buf b = { 0 };
+    enum MHD_Result res;
+    int queued, active;
+    sched_counts(s->sched, &queued, &active);
+    switch (c->route) {
+    case R_PAGE:
+        return send_bytes(c, 200, "text/html; charset=utf-8", srv_webui_html, strlen(srv_webui_html));
+    case R_HEALTH: {
+        char text[160];
+        const int n = snprintf(text, sizeof text, "{\"status\":\"%s\",\"slots\":%d,\"active\":%d,\"queued\":%d}",
+                               plat_atomic_load(&s->draining) ? "stopping" : "ok", s->cfg->parallel, active, queued);
+        return send_bytes(c, plat_atomic_load(&s->draining) ? 503 : 200, "application/json", text, (size_t)n);
+    }
+    case R_METRICS:
+        res = metrics_render(s->metrics, queued, active, s->cfg->parallel, &b)
+                  ? send_bytes(c, 200, "text/plain; version=0.0.4", b.data, b.len)
+                  : send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+        break;
+    default:
+        res = api_models_json(s->model_id, s->started, &b) ? send_bytes(c, 200, "application/json", b.data, b.len)
+                                                            : send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+        break;
+    }
+    buf_free(&b);
+    return res;
+}
+
+static route route_of(const char *url) {
+    static const struct { const char *path; route r; } table[] = {
+        { "/", R_PAGE }, { "/health", R_HEALTH }, { "/metrics", R_METRICS }, { "/v1/models", R_MODELS },
+        { "/v1/chat/completions", R_CHAT }, { "/v1/completions", R_COMPLETIONS },
+        { "/chat/completions", R_CHAT }, { "/completions", R_COMPLETIONS }, { "/models", R_MODELS },
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(url, table[i].path) == 0)
+            return table[i].r;
+    return R_NONE;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **state) {
+    (void)version;
+    server *s = cls;
+    conn *c = *state;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return MHD_NO;
+        c->srv = s;
+        c->mhd = mhd;
+        c->route = route_of(url);
+        *state = c;
+        const bool post = c->route == R_CHAT || c->route == R_COMPLETIONS;
+        if (strcmp(method, "OPTIONS") == 0) {
+            struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+            MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+            MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+            const enum MHD_Result res = MHD_queue_response(mhd, 204, r);
+            MHD_destroy_response(r);
+            c->status = 204;
+            return res;
+        }
+        if (c->route == R_NONE)
+            return send_error(c, 404, "invalid_request_error", NULL, "not_found", "no route %.200s %.200s", method, url);
+        if (strcmp(method, post ? "POST" : "GET") != 0 && !(!post && strcmp(method, "HEAD") == 0))
+            return send_error(c, 405, "invalid_request_error", NULL, "method_not_allowed", "%.20s is not allowed on %.200s",
+                              method, url);
+        if (!authorized(c))
+            return send_error(c, 401, "invalid_request_error", NULL, "invalid_api_key",
+                              "a valid API key is required: send 'Authorization: Bearer KEY'");
+        if (!post)
+            return handle_get(c);
+        const char *length = MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "Content-Length");
+        if (length && strtoull(length, NULL, 10) > s->cfg->max_body)
+            return send_error(c, 413, "invalid_request_error", NULL, "body_too_large", "the body is over %zu bytes",
+                              s->cfg->max_body);
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        if (c->too_large || c->body.len + *upload_size > s->cfg->max_body)
+            c->too_large = true;
+        else if (!buf_append(&c->body, upload, *upload_size))
+            c->too_large = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (c->status)
+        return MHD_YES; /* answered already */
+    return handle_generation(c);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mhd, void **state, enum MHD_RequestTerminationCode why) {
+    (void)mhd;
+    server *s = cls;
+    conn *c = *state;
+    if (!c)
+        return;
+    if (c->job) {
+        if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+            sched_job_cancel(s->sched, c->job); /* the client went away, or a write failed */
+        sched_job_release(s->sched, c->job);
+    }
+    metrics_request(s->metrics, route_label(c->route), c->status ? c->status : 499);
+    buf_free(&c->body);
+    buf_free(&c->out);
+    free(c);
+    *state = NULL;
+}
+
+static void load_progress(float fraction, void *user) {
+    (void)user;
+    if (plat_is_terminal(2))
+        fprintf(stderr, "\rloading the model: %3d%%%s", (int)(fraction * 100.0f), fraction >= 1.0f ? "\n" : "");
+}
+
+/* The lock that makes this the only server of its device: <runtime dir>/serve-cpu.lock. */
+static plat_lock *take_device_lock(void) {
+    char dir[512], path[600];
+    if (!plat_runtime_dir(dir, sizeof dir)) {
+        fprintf(stderr, "brasa serve: no private runtime directory for the device lock (set XDG_RUNTIME_DIR)\n");
+        return NULL;
+    }
+    snprintf(path, sizeof path, "%s/serve-cpu.lock", dir);
+    plat_lock *lock = NULL;
+    long holder = 0, stale = 0;
+    brasa_error err;
+    if (plat_lock_acquire(path, &lock, &holder, &stale, &err) != BRASA_OK) {
+        if (holder > 0)
+            fprintf(stderr, "brasa serve: another brasa serve (PID %ld) already owns the cpu device; stop it first "
+                    "(lock: %s)\n", holder, path);
+        else
+            fprintf(stderr, "brasa serve: %s\n", err.message);
+        return NULL;
+    }
+    if (stale > 0 && stale != plat_pid())
+        fprintf(stderr, "brasa serve: took over the lock left by PID %ld, which is no longer running\n", stale);
+    return lock;
+}
+
+int srv_run(const srv_config *cfg) {
+    union { struct sockaddr sa; char bytes[128]; } addr;
+    size_t addr_len = 0;
+    bool ipv6 = false, loopback = false;
+    if (!plat_sockaddr(cfg->host, cfg->port, &addr, sizeof addr, &addr_len, &ipv6, &loopback)) {
+        fprintf(stderr, "brasa serve: --host '%s' is not an IPv4 or IPv6 address (or localhost)\n", cfg->host);
+        return 2;
+    }
+    if (!loopback && !cfg->api_key && !cfg->no_auth) {
+        fprintf(stderr, "brasa serve: serving %s reaches other machines: give --api-key KEY, or --no-auth to serve "
+                "without one\n", cfg->host);
+        return 2;
+    }
+    if (!loopback && cfg->no_auth && !cfg->api_key)
+        fprintf(stderr, "brasa serve: warning: anyone who can reach %s:%d can use this server (--no-auth)\n", cfg->host,
+                cfg->port);
+    plat_lock *lock = take_device_lock();
+    if (!lock)
+        return 1;
+    volatile int stop = 0;
+    plat_terminate_install(&stop);
+
+    server s;
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg;
+    s.started = (int64_t)time(NULL);
+    int status = 1;
+    struct MHD_Daemon *d = NULL;
+    brasa_error err;
+    brasa_model_params mp = brasa_model_default_params();
+    mp.progress = load_progress;
+    s.metrics = metrics_create();
+    if (!s.metrics) {
+        fprintf(stderr, "brasa serve: out of memory\n");
+        goto out;
+    }
+    if (brasa_model_open(cfg->model_path, &mp, &s.model, &err) != BRASA_OK) {
+        fprintf(stderr, "brasa serve: %s: %s\n", cfg->model_path, err.message);
+        goto out;
+    }
+    const char *base = strrchr(cfg->model_path, '/');
+    const char *base2 = strrchr(cfg->model_path, '\\');
+    base = base2 > base ? base2 : base;
+    snprintf(s.model_id, sizeof s.model_id, "%s", base ? base + 1 : cfg->model_path);
+    sched_config sc = { cfg->parallel, cfg->ctx, cfg->threads, cfg->max_queue, s.metrics };
+    if (sched_create(s.model, &sc, &s.sched, &err) != BRASA_OK) {
+        fprintf(stderr, "brasa serve: %s\n", err.message);
+        goto out;
+    }
+    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | (ipv6 ? MHD_USE_IPv6 : 0),
+                         (uint16_t)cfg->port, NULL, NULL, on_request, &s,
+                         MHD_OPTION_SOCK_ADDR, &addr.sa,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->timeout_s,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(cfg->max_queue + cfg->parallel + 16),
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
+                         MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "brasa serve: cannot listen on %s:%d (in use, or not an address of this machine)\n", cfg->host,
+                cfg->port);
+        goto out;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    fprintf(stderr, "brasa serve: %s on %s, %d slots of %d tokens; listening on http://%s%s%s:%u/ (Ctrl-C stops)\n",
+            s.model_id, sched_backend(s.sched), cfg->parallel, cfg->ctx, ipv6 ? "[" : "", cfg->host, ipv6 ? "]" : "",
+            di ? (unsigned)di->port : (unsigned)cfg->port);
+    fflush(stderr);
+    while (!stop)
+        plat_sleep(0.1);
+    /* stop accepting, let what runs finish, then end the rest */
+    fprintf(stderr, "brasa serve: stopping: no new connections; finishing the requests in flight\n");
+    plat_atomic_store(&s.draining, 1);
+    const MHD_socket listener = MHD_quiesce_daemon(d);
+    if (listener != MHD_INVALID_SOCKET)
+        plat_socket_close((int)listener);
+    if (!sched_drain(s.sched, DRAIN_SECONDS))
+        fprintf(stderr, "brasa serve: requests still running after %.0f s are ended\n", DRAIN_SECONDS);
+    sched_stop(s.sched);
+    MHD_stop_daemon(d);
+    d = NULL;
+    status = 0;
+    fprintf(stderr, "brasa serve: stopped\n");
+out:
+    if (d)
+        MHD_stop_daemon(d);
+    sched_free(s.sched);
+    brasa_model_free(s.model);
+    metrics_free(s.metrics);
+    plat_lock_release(lock);
+    return status;
+}

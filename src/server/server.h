@@ -1,0 +1,31 @@
+/* server.h: `brasa serve`: an OpenAI-compatible HTTP server (libmicrohttpd, one thread per
+ * connection) in front of the continuous-batching scheduler, with a lock that makes it the only
+ * server of its device, and a clean shutdown on SIGINT/SIGTERM. */
+#ifndef BRASA_SERVER_SERVER_H
+#define BRASA_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct srv_config {
+    const char *model_path;
+    const char *host;      /* an IPv4 or IPv6 address, or "localhost" */
+    int port;              /* 0: any free port (the chosen one is printed) */
+    int parallel;          /* slots */
+    int ctx;               /* tokens per slot */
+    int threads;           /* 0: physical cores */
+    const char *api_key;   /* NULL: none */
+    bool no_auth;          /* the explicit choice to serve a non-loopback address without a key */
+    int timeout_s;         /* an idle connection is closed after this long */
+    int max_queue;
+    size_t max_body;
+} srv_config;
+
+/* Runs until SIGINT/SIGTERM; returns the exit status (0 after a clean stop). Prints to stderr. */
+int srv_run(const srv_config *cfg);
+
+/* The web chat page served at / (HTML with its CSS and script inline). */
+extern const char srv_webui_html[];
+
+#endif
