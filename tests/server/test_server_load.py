@@ -138,6 +138,7 @@ def main():
                 f.result()
         print(f"time to first token of a short prompt beside 3 running streams: {probe[2]:.3f} s")
         if args.json:
+            os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
             with open(args.json, "w") as f:
                 json.dump({"clients": args.clients, "seconds": elapsed, "requests": len(results), "failed": failed,
                            "latency_p50": pct(lat, 50), "latency_p90": pct(lat, 90), "latency_p99": pct(lat, 99),
