@@ -278,8 +278,9 @@ static enum MHD_Result handle_get(conn *c) {
     server *s = c->srv;
     buf b = { 0 };
     enum MHD_Result res;
-    int queued, active;
-    sched_counts(s->sched, &queued, &active);
+    int queued = 0, active = 0;
+    if (c->route == R_HEALTH || c->route == R_METRICS)
+        sched_counts(s->sched, &queued, &active);
     switch (c->route) {
     case R_PAGE:
         return send_bytes(c, 200, "text/html; charset=utf-8", srv_webui_html, strlen(srv_webui_html));

@@ -146,6 +146,10 @@ typedef struct matmul_job {
 #define MATMUL_X4_MIN_TOKENS 4
 #define MATMUL_X8_MIN_TOKENS (BK_BATCH_EXACT_MAX + 1)
 
+/* Activations of this many tokens are quantized by every thread; fewer are not worth a
+ * synchronization (each row is quantized alone, so the split never changes a result). */
+#define QUANTIZE_PARALLEL_MIN_TOKENS 4
+
 /* Weight rows dequantized together for the prefill product (their floats stay in L1/L2). */
 #define MATMUL_ROW_TILE 2
 
@@ -283,7 +287,7 @@ static brasa_status quantize_activations(cpu_impl *c, const bk_tensor *x, bool k
         c->act_cap = need;
     }
     quantize_job job = { c->k, x, (char *)c->act + offset, row_bytes, k_quant };
-    if (x->ne1 >= MATMUL_REUSE_MIN_TOKENS)
+    if (x->ne1 >= QUANTIZE_PARALLEL_MIN_TOKENS)
         pool_run(c->pool, quantize_part, &job);
     else
         quantize_part(&job, 0, 1);
