@@ -19,6 +19,9 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_cost(int argc, char **argv);
 int cmd_serve(int argc, char **argv); /* when built with the server (BRASA_SERVER) */
 
 /* Prints "brasa CMD: message" and the command's usage to stderr; returns CLI_USAGE. */

@@ -323,6 +323,7 @@ int cmd_chat(int argc, char **argv) {
         while (same < cv.n_in_ctx && same + 1 < n && cv.in_ctx[same] == tokens[same])
             same++;
         brasa_context_truncate(c, (int32_t)same);
+        same = (size_t)brasa_context_used(c); /* a sliding-window ring may not rewind that far */
         cv.n_in_ctx = same;
         for (size_t i = same; i < n; i++)
             remember_token(&cv, tokens[i]);

@@ -16,6 +16,9 @@ static const char usage[] =
     "  run -m MODEL -p TXT generate text after a prompt\n"
     "  chat -m MODEL       talk with a model in the terminal\n"
     "  bench -m MODEL      measure prompt and generation speed (tokens/s)\n"
+    "  fit MODEL           will it fit a device, at what context, how fast (--compare: every device)\n"
+    "  doctor              what this machine has and what brasa can do with it\n"
+    "  cost                what local inference costs against a cloud API\n"
 #ifdef BRASA_SERVER
     "  serve -m MODEL      serve an OpenAI-compatible API and a chat page over HTTP\n"
 #endif
@@ -49,6 +52,12 @@ int main(int argc, char **argv) {
         return cmd_chat(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "fit") == 0)
+        return cmd_fit(argc - 1, argv + 1);
+    if (strcmp(cmd, "doctor") == 0)
+        return cmd_doctor(argc - 1, argv + 1);
+    if (strcmp(cmd, "cost") == 0)
+        return cmd_cost(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0) {
 #ifdef BRASA_SERVER
         return cmd_serve(argc - 1, argv + 1);

@@ -28,6 +28,7 @@ set(BRASA_LIB_SOURCES
   src/models/llama.c
   src/models/qwen2.c
   src/models/gemma3.c
+  src/engine/layout.c
   src/engine/context.c
   src/engine/sampler.c
   src/engine/chat.c
@@ -35,6 +36,11 @@ set(BRASA_LIB_SOURCES
   src/engine/generate.c
   src/engine/system.c
   src/api/tokens.c
+  src/tools/devices.c
+  src/tools/catalog.c
+  src/tools/fit.c
+  src/tools/probe.c
+  src/tools/cost.c
   src/platform/sockaddr.c
 )
 if(WIN32)
@@ -52,6 +58,9 @@ set(BRASA_CLI_SOURCES
   cli/cmd_run.c
   cli/gen_options.c
   cli/cmd_bench.c
+  cli/cmd_fit.c
+  cli/cmd_doctor.c
+  cli/cmd_cost.c
 )
 
 # The server: built when libmicrohttpd and cJSON are found (see CMakeLists.txt).

@@ -218,8 +218,17 @@ int32_t brasa_context_used(const brasa_context *ctx);  /* tokens in the cache */
 int32_t brasa_context_threads(const brasa_context *ctx);
 const brasa_model *brasa_context_model(const brasa_context *ctx);
 void brasa_context_reset(brasa_context *ctx);          /* forget every token of every sequence */
-/* Drops cached tokens from position n on (n <= used), e.g. to rewind a conversation. */
+/* Drops cached tokens from position n on (n <= used), e.g. to rewind a conversation. Sliding-window
+ * layers (gemma3) keep only their window plus a batch of keys: a rewind by more than that empties
+ * the context instead, so check brasa_context_used afterwards. */
 void brasa_context_truncate(brasa_context *ctx, int32_t n);
+
+/* The memory a context holds, in bytes, all allocated (and touched) at creation. */
+typedef struct brasa_context_memory {
+    uint64_t kv_bytes;      /* the KV caches of every sequence */
+    uint64_t scratch_bytes; /* activations of one batch and each sequence's logits */
+} brasa_context_memory;
+void brasa_context_memory_use(const brasa_context *ctx, brasa_context_memory *out);
 
 /* Evaluates n tokens after those already in the cache. all_logits, when not NULL, receives the
  * logits of every one of them (n * brasa_logits_size floats); the last token's logits are always
@@ -233,7 +242,7 @@ int32_t brasa_logits_size(const brasa_context *ctx); /* the output vocabulary */
 int32_t brasa_context_seqs(const brasa_context *ctx);
 int32_t brasa_seq_used(const brasa_context *ctx, int32_t seq);
 const float *brasa_seq_logits(const brasa_context *ctx, int32_t seq); /* NULL until it has some */
-void brasa_seq_truncate(brasa_context *ctx, int32_t seq, int32_t n);
+void brasa_seq_truncate(brasa_context *ctx, int32_t seq, int32_t n); /* as brasa_context_truncate */
 /* brasa_decode for one sequence. */
 brasa_status brasa_seq_decode(brasa_context *ctx, int32_t seq, const brasa_token *tokens, size_t n, float *all_logits,
                               brasa_error *err);
@@ -242,7 +251,8 @@ brasa_status brasa_seq_decode(brasa_context *ctx, int32_t seq, const brasa_token
  * its token alone. BRASA_CONTEXT_FULL, evaluating nothing, when one of them is full. */
 brasa_status brasa_seq_decode_step(brasa_context *ctx, const int32_t *seqs, const brasa_token *tokens, size_t n,
                                    brasa_error *err);
-/* Makes sequence dst hold the first n tokens of sequence src (a shared prompt prefix). */
+/* Makes sequence dst hold the first n tokens of sequence src (a shared prompt prefix); fails when
+ * src's sliding-window cache has moved too far past n (see brasa_context_truncate). */
 brasa_status brasa_seq_copy(brasa_context *ctx, int32_t src, int32_t dst, int32_t n, brasa_error *err);
 
 /* The compute backend a context runs on, e.g. "cpu/avx2". */

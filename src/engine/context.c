@@ -8,14 +8,11 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "engine/layout.h"
 #include "model/model.h"
 #include "models/decoder.h"
 #include "platform/platform.h"
 #include "quant/quant.h"
-
-#define DEFAULT_MAX_CTX 4096
-#define DEFAULT_BATCH 64
-#define MAX_SEQ 256
 
 /* One sequence (conversation): its KV cache and the logits of its last evaluated token. */
 typedef struct ctx_seq {
@@ -35,6 +32,8 @@ struct brasa_context {
     bk_tensor x, h, o, q, k, v, att, gate, up, logits; /* each with n_batch rows */
     int32_t *pos;                 /* (n_batch) */
     fwd_seq *fseqs;               /* (n_batch) a batch's sequences */
+    uint64_t kv_bytes, scratch_bytes;
+    int32_t rewind_max;           /* positions a sequence can drop and still continue (ring caches) */
     float *logit_store;           /* (n_seq * n_vocab) */
     char backend_name[32];
 };
@@ -48,12 +47,8 @@ brasa_context_params brasa_context_default_params(void) {
 /* Carves an f32 tensor of `rows` rows of ne0 out of a buffer at *offset (64-byte aligned). */
 static bk_tensor carve(bk_device *dev, char *base, size_t *offset, int64_t ne0, int64_t rows) {
     bk_tensor t = bk_view(dev, QUANT_F32, ne0, rows, base + *offset);
-    *offset += ((size_t)ne0 * (size_t)rows * sizeof(float) + 63) & ~(size_t)63;
+    *offset += (size_t)layout_f32_bytes(ne0, rows);
     return t;
-}
-
-static size_t f32_bytes(int64_t ne0, int64_t rows) {
-    return ((size_t)ne0 * (size_t)rows * sizeof(float) + 63) & ~(size_t)63;
 }
 
 brasa_status brasa_context_create(const brasa_model *m, const brasa_context_params *params, brasa_context **out,
@@ -63,31 +58,12 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     *out = NULL;
     if (!m->arch)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "cannot run this model: %s", m->run_error);
-    brasa_context_params p = params ? *params : brasa_context_default_params();
     const arch_hparams *hp = &m->hp;
-    if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0 || p.n_seq < 0)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context size, batch, threads and sequences must not be negative");
-    if (p.n_seq == 0)
-        p.n_seq = 1;
-    if (p.n_seq > MAX_SEQ)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d sequences is beyond the limit of %d", p.n_seq, MAX_SEQ);
-    if (p.n_ctx == 0) {
-        p.n_ctx = m->desc.n_ctx_train > 0 && m->desc.n_ctx_train < DEFAULT_MAX_CTX ? m->desc.n_ctx_train : DEFAULT_MAX_CTX;
-    }
-    if (p.n_ctx > (1 << 22))
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context of %d tokens is beyond brasa's limit of %d", p.n_ctx, 1 << 22);
-    if (p.n_batch == 0)
-        p.n_batch = DEFAULT_BATCH;
-    if (p.n_batch > p.n_ctx)
-        p.n_batch = p.n_ctx;
-    if (p.n_batch < p.n_seq && p.n_batch < BK_BATCH_EXACT_MAX)
-        p.n_batch = p.n_seq < BK_BATCH_EXACT_MAX ? p.n_seq : BK_BATCH_EXACT_MAX; /* room for a step of every sequence */
-    if (p.n_batch > 4096)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "batch of %d tokens is beyond the limit of 4096", p.n_batch);
-    if (p.n_threads == 0)
-        p.n_threads = plat_physical_cores(); /* hyper-threads share the vector units: no gain */
-    if (p.n_threads > 1024)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d threads is beyond the limit of 1024", p.n_threads);
+    layout_plan plan;
+    brasa_status st = layout_plan_context(hp, m->desc.n_ctx_train, params, &plan, err);
+    if (st != BRASA_OK)
+        return st;
+    const brasa_context_params p = plan.params;
 
     brasa_context *c = calloc(1, sizeof *c);
     if (!c)
@@ -97,7 +73,16 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     c->n_batch = p.n_batch;
     c->n_threads = p.n_threads;
     c->n_seq = p.n_seq;
-    brasa_status st = bk_cpu_create(p.n_threads, &c->dev, err);
+    c->kv_bytes = plan.kv_bytes;
+    c->scratch_bytes = plan.act_bytes + plan.logit_bytes;
+    c->rewind_max = INT32_MAX;
+    for (int il = 0; il < hp->n_layer; il++) {
+        /* a ring of R rows over a window W can forget at most R - W + 1 positions (see seq_rewind) */
+        const int32_t rows = arch_kv_rows(hp, il, p.n_ctx, p.n_batch);
+        if (rows < p.n_ctx && rows - hp->sliding_window + 1 < c->rewind_max)
+            c->rewind_max = rows - hp->sliding_window + 1;
+    }
+    st = bk_cpu_create(p.n_threads, &c->dev, err);
     if (st != BRASA_OK) {
         free(c);
         return st;
@@ -106,9 +91,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const int64_t B = c->n_batch, V = hp->n_vocab, L = hp->n_layer;
     const int64_t S = c->n_seq;
-    const size_t kv_bytes = 2 * (size_t)S * (size_t)L * f32_bytes(KV, c->n_ctx);
-    const size_t act_bytes = 3 * f32_bytes(E, B) + 2 * f32_bytes(Q, B) + 2 * f32_bytes(KV, B) + 2 * f32_bytes(hp->n_ff, B) +
-                             f32_bytes(V, B);
+    const size_t kv_bytes = (size_t)plan.kv_bytes, act_bytes = (size_t)plan.act_bytes;
     c->seqs = calloc((size_t)S, sizeof *c->seqs);
     c->caches = calloc((size_t)(S * 2 * L), sizeof *c->caches);
     c->pos = malloc((size_t)B * sizeof *c->pos);
@@ -135,8 +118,9 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         sq->v_cache = sq->k_cache + L;
         sq->last_logits = c->logit_store + (size_t)s * (size_t)V;
         for (int64_t l = 0; l < L; l++) {
-            sq->k_cache[l] = carve(c->dev, kv, &off, KV, c->n_ctx);
-            sq->v_cache[l] = carve(c->dev, kv, &off, KV, c->n_ctx);
+            const int32_t rows = arch_kv_rows(hp, (int)l, c->n_ctx, c->n_batch);
+            sq->k_cache[l] = carve(c->dev, kv, &off, KV, rows);
+            sq->v_cache[l] = carve(c->dev, kv, &off, KV, rows);
         }
     }
     char *act = c->dev->ops->buffer_base(c->act_buf);
@@ -187,11 +171,17 @@ const float *brasa_seq_logits(const brasa_context *c, int32_t seq) {
     return seq_ok(c, seq) && c->seqs[seq].have_logits ? c->seqs[seq].last_logits : NULL;
 }
 
+/* Moves a sequence back to n tokens. A sliding-window layer's ring has overwritten the oldest rows
+ * of the window that position n needs once more than rewind_max positions came after it (position
+ * q lands on the row of q - rows); then the sequence starts over from nothing instead. */
+static void seq_rewind(brasa_context *c, ctx_seq *sq, int32_t n) {
+    sq->n_past = sq->n_past - n <= c->rewind_max ? n : 0;
+    sq->have_logits = false;
+}
+
 void brasa_seq_truncate(brasa_context *c, int32_t seq, int32_t n) {
-    if (seq_ok(c, seq) && n >= 0 && n < c->seqs[seq].n_past) {
-        c->seqs[seq].n_past = n;
-        c->seqs[seq].have_logits = false;
-    }
+    if (seq_ok(c, seq) && n >= 0 && n < c->seqs[seq].n_past)
+        seq_rewind(c, &c->seqs[seq], n);
 }
 
 brasa_status brasa_seq_copy(brasa_context *c, int32_t src, int32_t dst, int32_t n, brasa_error *err) {
@@ -200,13 +190,18 @@ brasa_status brasa_seq_copy(brasa_context *c, int32_t src, int32_t dst, int32_t 
     if (n < 0 || n > c->seqs[src].n_past)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_copy: %d tokens, but sequence %d holds %d", n, src,
                        c->seqs[src].n_past);
+    if (c->seqs[src].n_past - n > c->rewind_max)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_copy: sequence %d's sliding-window cache no longer "
+                       "holds what position %d needs", src, n);
     if (src == dst) {
         brasa_seq_truncate(c, dst, n);
         return BRASA_OK;
     }
     for (int32_t l = 0; n > 0 && l < c->model->hp.n_layer; l++) {
-        bk_tensor k = bk_rows(&c->seqs[src].k_cache[l], 0, n), v = bk_rows(&c->seqs[src].v_cache[l], 0, n);
-        bk_tensor kd = bk_rows(&c->seqs[dst].k_cache[l], 0, n), vd = bk_rows(&c->seqs[dst].v_cache[l], 0, n);
+        /* a ring holds position p at row p mod rows: copy every row the prefix uses */
+        const int64_t rows = c->seqs[src].k_cache[l].ne1, used = n < rows ? n : rows;
+        bk_tensor k = bk_rows(&c->seqs[src].k_cache[l], 0, used), v = bk_rows(&c->seqs[src].v_cache[l], 0, used);
+        bk_tensor kd = bk_rows(&c->seqs[dst].k_cache[l], 0, used), vd = bk_rows(&c->seqs[dst].v_cache[l], 0, used);
         brasa_status st = bk_copy(&k, &kd, err);
         if (st == BRASA_OK)
             st = bk_copy(&v, &vd, err);
@@ -305,8 +300,7 @@ brasa_status brasa_seq_decode(brasa_context *c, int32_t seq, const brasa_token *
         const bool last = done + (size_t)chunk == n;
         st = eval_batch(c, 1, &seq, &chunk, tokens + done, all_logits ? all_logits + done * (size_t)V : NULL, last, err);
         if (st != BRASA_OK) {
-            sq->n_past = start; /* a failed decode leaves the cache as it was */
-            sq->have_logits = false;
+            seq_rewind(c, sq, start); /* a failed decode leaves the cache as it was, where a ring allows */
             return st;
         }
         done += (size_t)chunk;
@@ -346,6 +340,11 @@ brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const 
             return st; /* the sequences of earlier batches keep their token; this batch's have none */
     }
     return BRASA_OK;
+}
+
+void brasa_context_memory_use(const brasa_context *c, brasa_context_memory *out) {
+    out->kv_bytes = c->kv_bytes;
+    out->scratch_bytes = c->scratch_bytes;
 }
 
 const char *brasa_context_backend(const brasa_context *c) {

@@ -36,6 +36,21 @@ static bool get_f32(const gguf_file *f, const char *arch, const char *suffix, fl
     return gguf_get_f32(f, key, out);
 }
 
+bool arch_layer_is_local(const arch_hparams *hp, int il) {
+    if (hp->sliding_window <= 0)
+        return false;
+    if (hp->swa_pattern <= 0)
+        return true;
+    return (il + 1) % hp->swa_pattern != 0;
+}
+
+int32_t arch_kv_rows(const arch_hparams *hp, int il, int32_t n_ctx, int32_t n_batch) {
+    if (!arch_layer_is_local(hp, il))
+        return n_ctx;
+    const int64_t ring = (int64_t)hp->sliding_window + (n_batch > 0 ? n_batch : 1) - 1;
+    return ring < n_ctx ? (int32_t)ring : n_ctx;
+}
+
 brasa_status arch_read_common(const gguf_file *f, const char *arch, arch_hparams *hp, brasa_error *err) {
     memset(hp, 0, sizeof *hp);
     if (!get_i32(f, arch, "block_count", &hp->n_layer) || !get_i32(f, arch, "embedding_length", &hp->n_embd) ||

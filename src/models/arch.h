@@ -58,6 +58,17 @@ const arch_def *arch_find(const char *name);
 /* The names of all supported architectures, comma-separated, for messages. */
 const char *arch_names(void);
 
+/* ---- the KV cache's shape ---- */
+
+/* Whether layer il attends over a sliding window (all but every swa_pattern-th layer when the
+ * model has a window). */
+bool arch_layer_is_local(const arch_hparams *hp, int il);
+/* Rows of keys (and as many of values) layer il keeps per sequence for a context of n_ctx tokens
+ * decoded in batches of at most n_batch: n_ctx, or for a sliding-window layer a ring of
+ * window + n_batch - 1 rows when that is smaller, enough for the first query of a batch to still
+ * see its whole window after the batch's keys are written. */
+int32_t arch_kv_rows(const arch_hparams *hp, int il, int32_t n_ctx, int32_t n_batch);
+
 extern const arch_def arch_llama, arch_qwen2, arch_gemma3;
 
 /* ---- shared loading helpers ---- */

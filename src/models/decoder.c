@@ -9,13 +9,18 @@ static bool present(const bk_tensor *t) {
     return t->data != NULL;
 }
 
-/* Sliding-window layers: all but every swa_pattern-th one when the model has a window. */
-static bool layer_is_local(const arch_hparams *hp, int il) {
-    if (hp->sliding_window <= 0)
-        return false;
-    if (hp->swa_pattern <= 0)
-        return true;
-    return (il + 1) % hp->swa_pattern != 0;
+/* Writes a sequence's new keys or values (rows of positions pos0 ...) into its cache: a ring for
+ * sliding-window layers whose cache is shorter than the context, where position p lives at row
+ * p mod rows, so the write may wrap. */
+static brasa_status cache_write(fwd *f, const bk_tensor *src, bk_tensor *cache, int64_t pos0) {
+    const int64_t rows = cache->ne1, at = pos0 % rows;
+    const int64_t first = src->ne1 < rows - at ? src->ne1 : rows - at;
+    const bk_tensor head = bk_rows(src, 0, first);
+    FWD_TRY(OPS(f)->copy_rows(f->dev, &head, cache, at, f->err));
+    if (first == src->ne1)
+        return BRASA_OK;
+    const bk_tensor tail = bk_rows(src, first, src->ne1 - first);
+    return OPS(f)->copy_rows(f->dev, &tail, cache, 0, f->err);
 }
 
 brasa_status fwd_embed(fwd *f) {
@@ -44,7 +49,7 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
     if (present(&l->k_norm))
         FWD_TRY(ops->rms_norm(f->dev, &f->k, &l->k_norm, hp->head_dim, hp->norm_eps, &f->k, f->err));
     /* rotary position embedding */
-    const bool local = layer_is_local(hp, il);
+    const bool local = arch_layer_is_local(hp, il);
     const float base = local ? hp->rope_base_local : hp->rope_base;
     const float freq_scale = local ? 1.0f : hp->rope_freq_scale;
     FWD_TRY(ops->rope(f->dev, &f->q, hp->n_head, hp->head_dim, hp->rope_dim, f->pos, base, freq_scale, hp->rope_mode, f->err));
@@ -58,8 +63,8 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
         const bk_tensor q = bk_rows(&f->q, sq->row0, sq->n);
         bk_tensor att = bk_rows(&f->att, sq->row0, sq->n);
         const int32_t *pos = f->pos + sq->row0;
-        FWD_TRY(ops->copy_rows(f->dev, &k, &sq->k_cache[il], pos[0], f->err));
-        FWD_TRY(ops->copy_rows(f->dev, &v, &sq->v_cache[il], pos[0], f->err));
+        FWD_TRY(cache_write(f, &k, &sq->k_cache[il], pos[0]));
+        FWD_TRY(cache_write(f, &v, &sq->v_cache[il], pos[0]));
         FWD_TRY(ops->attention(f->dev, &q, &sq->k_cache[il], &sq->v_cache[il], pos, &ap, &att, f->err));
     }
     return ops->matmul(f->dev, &l->wo, &f->att, NULL, out, f->err);

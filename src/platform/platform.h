@@ -96,4 +96,22 @@ uint64_t plat_peak_rss_bytes(void);
 /* Monotonic time in seconds, for speed reports. */
 double plat_time_seconds(void);
 
+/* Dynamic loading, for vendor runtimes brasa must never link against (CUDA, HIP): a library
+ * handle or NULL with the system's reason in why. */
+typedef struct plat_lib plat_lib;
+plat_lib *plat_lib_open(const char *name, char *why, size_t why_size);
+void *plat_lib_symbol(plat_lib *lib, const char *name);
+void plat_lib_close(plat_lib *lib);
+
+/* Physical memory in bytes: installed, and available to a new process without swapping (0 when
+ * unknown). */
+void plat_memory(uint64_t *total, uint64_t *available);
+
+/* Whether a path exists and this process may read and write it (device files such as /dev/kfd). */
+typedef enum plat_access { PLAT_ACCESS_MISSING, PLAT_ACCESS_DENIED, PLAT_ACCESS_OK } plat_access;
+plat_access plat_path_access(const char *path);
+
+/* The operating system's name and release, e.g. "Linux 6.1.0-18-amd64" or "Windows 10.0.19045". */
+void plat_os_name(char *out, size_t size);
+
 #endif

@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <dlfcn.h>
 #include <unistd.h>
 #if defined(__linux__) && defined(__aarch64__)
 #include <sys/auxv.h>
@@ -356,4 +358,75 @@ bool plat_arm_dotprod(void) {
 #else
     return false;
 #endif
+}
+
+struct plat_lib {
+    void *handle;
+};
+
+plat_lib *plat_lib_open(const char *name, char *why, size_t why_size) {
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(why, why_size, "%s", e ? e : "cannot be loaded");
+        return NULL;
+    }
+    plat_lib *lib = malloc(sizeof *lib);
+    if (!lib) {
+        dlclose(h);
+        snprintf(why, why_size, "out of memory");
+        return NULL;
+    }
+    lib->handle = h;
+    return lib;
+}
+
+void *plat_lib_symbol(plat_lib *lib, const char *name) {
+    return lib ? dlsym(lib->handle, name) : NULL;
+}
+
+void plat_lib_close(plat_lib *lib) {
+    if (!lib)
+        return;
+    dlclose(lib->handle);
+    free(lib);
+}
+
+void plat_memory(uint64_t *total, uint64_t *available) {
+    *total = *available = 0;
+#if defined(__linux__)
+    /* MemAvailable is the kernel's own estimate of what can be had without swapping */
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f)) {
+            if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+                *total = (uint64_t)kb * 1024u;
+            else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+                *available = (uint64_t)kb * 1024u;
+        }
+        fclose(f);
+    }
+#endif
+    if (*total == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0)
+            *total = (uint64_t)pages * (uint64_t)page;
+    }
+}
+
+void plat_os_name(char *out, size_t size) {
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(out, size, "%s %s", u.sysname, u.release);
+    else
+        snprintf(out, size, "POSIX");
+}
+
+plat_access plat_path_access(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return PLAT_ACCESS_MISSING;
+    return access(path, R_OK | W_OK) == 0 ? PLAT_ACCESS_OK : PLAT_ACCESS_DENIED;
 }

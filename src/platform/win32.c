@@ -325,3 +325,82 @@ bool plat_arm_dotprod(void) {
     return false;
 #endif
 }
+
+struct plat_lib {
+    HMODULE handle;
+};
+
+plat_lib *plat_lib_open(const char *name, char *why, size_t why_size) {
+    wchar_t wname[1024];
+    if (!MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, name, -1, wname, 1024)) {
+        snprintf(why, why_size, "invalid library name");
+        return NULL;
+    }
+    HMODULE h = LoadLibraryExW(wname, NULL, 0);
+    if (!h) {
+        snprintf(why, why_size, "LoadLibrary failed (error %lu)", (unsigned long)GetLastError());
+        return NULL;
+    }
+    plat_lib *lib = malloc(sizeof *lib);
+    if (!lib) {
+        FreeLibrary(h);
+        snprintf(why, why_size, "out of memory");
+        return NULL;
+    }
+    lib->handle = h;
+    return lib;
+}
+
+void *plat_lib_symbol(plat_lib *lib, const char *name) {
+    if (!lib)
+        return NULL;
+    FARPROC p = GetProcAddress(lib->handle, name);
+    void *out;
+    memcpy(&out, &p, sizeof out); /* function to object pointer, as GetProcAddress users must */
+    return out;
+}
+
+void plat_lib_close(plat_lib *lib) {
+    if (!lib)
+        return;
+    FreeLibrary(lib->handle);
+    free(lib);
+}
+
+void plat_memory(uint64_t *total, uint64_t *available) {
+    MEMORYSTATUSEX ms;
+    ms.dwLength = sizeof ms;
+    if (GlobalMemoryStatusEx(&ms)) {
+        *total = (uint64_t)ms.ullTotalPhys;
+        *available = (uint64_t)ms.ullAvailPhys;
+    } else {
+        *total = *available = 0;
+    }
+}
+
+void plat_os_name(char *out, size_t size) {
+    /* GetVersionEx lies to unmanifested programs; RtlGetVersion from ntdll tells the truth */
+    typedef LONG(WINAPI * rtl_get_version)(OSVERSIONINFOW *);
+    HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+    FARPROC p = ntdll ? GetProcAddress(ntdll, "RtlGetVersion") : NULL;
+    OSVERSIONINFOW v;
+    memset(&v, 0, sizeof v);
+    v.dwOSVersionInfoSize = sizeof v;
+    rtl_get_version get = NULL;
+    memcpy(&get, &p, sizeof get);
+    if (get && get(&v) == 0)
+        snprintf(out, size, "Windows %lu.%lu.%lu", (unsigned long)v.dwMajorVersion, (unsigned long)v.dwMinorVersion,
+                 (unsigned long)v.dwBuildNumber);
+    else
+        snprintf(out, size, "Windows");
+}
+
+plat_access plat_path_access(const char *path) {
+    wchar_t wpath[1024];
+    if (!MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, wpath, 1024))
+        return PLAT_ACCESS_MISSING;
+    DWORD attr = GetFileAttributesW(wpath);
+    if (attr == INVALID_FILE_ATTRIBUTES)
+        return PLAT_ACCESS_MISSING;
+    return (attr & FILE_ATTRIBUTE_READONLY) ? PLAT_ACCESS_DENIED : PLAT_ACCESS_OK;
+}

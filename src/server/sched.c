@@ -167,9 +167,10 @@ static void admit_locked(sched *s) {
         sl->job = j;
         sl->stream = (gen_stream){ (const char *const *)j->stop, slot_text, sl, { 0 }, false, false };
         sl->has_next = false;
+        brasa_seq_truncate(s->ctx, best, (int32_t)best_reuse);
+        best_reuse = (size_t)brasa_seq_used(s->ctx, best); /* a sliding-window ring may not rewind that far */
         sl->prompt_done = best_reuse;
         sl->n_cached = best_reuse; /* the rest is overwritten from here on */
-        brasa_seq_truncate(s->ctx, best, (int32_t)best_reuse);
         for (size_t t = 0; t < best_reuse; t++)
             brasa_sampler_accept(sl->sampler, j->prompt[t]);
         s->active++;

@@ -63,7 +63,11 @@ static void split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
 static brasa_status cpu_buffer_alloc(bk_device *dev, size_t bytes, bk_buffer **out, brasa_error *err) {
     (void)dev;
     bk_buffer *b = malloc(sizeof *b);
-    void *base = calloc(bytes ? bytes : 1, 1);
+    /* written through now, not left to the first touch: a context that does not fit fails (or the
+     * system says so) at creation rather than deep into a conversation, and its memory shows */
+    void *base = malloc(bytes ? bytes : 1);
+    if (base)
+        memset(base, 0, bytes);
     if (!b || !base) {
         free(b);
         free(base);
@@ -499,8 +503,10 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
     memset(acc, 0, (size_t)nh * (size_t)hd * sizeof *acc);
     for (int64_t s0 = first; s0 <= last; s0 += ATTN_TILE) {
         const int n = (int)(last + 1 - s0 < ATTN_TILE ? last + 1 - s0 : ATTN_TILE);
+        const int64_t r0 = s0 % j->k->ne1; /* a ring cache holds position p at row p mod rows */
         for (int i = 0; i < n; i++) {
-            const float *k = (const float *)((const char *)j->k->data + (size_t)(s0 + i) * j->k->row_bytes) + (size_t)hk * (size_t)hd;
+            const int64_t r = r0 + i < j->k->ne1 ? r0 + i : r0 + i - j->k->ne1;
+            const float *k = (const float *)((const char *)j->k->data + (size_t)r * j->k->row_bytes) + (size_t)hk * (size_t)hd;
             for (int g = 0; g < nh; g++) {
                 float v = j->c->k->dot_f32(q[g], k, hd) * p->scale;
                 if (p->softcap > 0)
@@ -526,7 +532,8 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
                     acc[g * hd + d] *= keep;
         }
         for (int i = 0; i < n; i++) {
-            const float *v = (const float *)((const char *)j->v->data + (size_t)(s0 + i) * j->v->row_bytes) + (size_t)hk * (size_t)hd;
+            const int64_t r = r0 + i < j->v->ne1 ? r0 + i : r0 + i - j->v->ne1;
+            const float *v = (const float *)((const char *)j->v->data + (size_t)r * j->v->row_bytes) + (size_t)hk * (size_t)hd;
             for (int g = 0; g < nh; g++)
                 j->c->k->axpy_f32(acc + (size_t)g * (size_t)hd, scores[g * ATTN_TILE + i], v, hd);
         }
@@ -614,8 +621,12 @@ static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
                                   const bk_attention_params *p, bk_tensor *out, brasa_error *err) {
     if (p->n_head_kv <= 0 || p->n_head % p->n_head_kv != 0)
         return err_set(err, BRASA_ERR_INTERNAL, "attention: %d heads over %d KV heads", p->n_head, p->n_head_kv);
+    /* a cache shorter than the positions is a ring, which must hold a whole window */
+    const bool ring_ok = p->window > 0 && k->ne1 >= p->window;
+    if (k->ne1 != v->ne1 || k->ne1 < 1)
+        return err_set(err, BRASA_ERR_INTERNAL, "attention: key and value caches differ");
     for (int64_t t = 0; t < q->ne1; t++)
-        if (pos[t] < 0 || pos[t] >= k->ne1)
+        if (pos[t] < 0 || (pos[t] >= k->ne1 && !ring_ok))
             return err_set(err, BRASA_ERR_INTERNAL, "attention: position %d outside the %lld-row cache", pos[t],
                            (long long)k->ne1);
     cpu_impl *c = dev->impl;

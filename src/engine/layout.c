@@ -1,0 +1,52 @@
+/* layout.c: a context's memory plan: defaults, limits and buffer sizes (see layout.h). */
+#include "engine/layout.h"
+
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "platform/platform.h"
+
+uint64_t layout_f32_bytes(int64_t n, int64_t rows) {
+    return ((uint64_t)n * (uint64_t)rows * sizeof(float) + 63) & ~(uint64_t)63;
+}
+
+brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, const brasa_context_params *params,
+                                 layout_plan *out, brasa_error *err) {
+    memset(out, 0, sizeof *out);
+    brasa_context_params p = params ? *params : brasa_context_default_params();
+    if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0 || p.n_seq < 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context size, batch, threads and sequences must not be negative");
+    if (p.n_seq == 0)
+        p.n_seq = 1;
+    if (p.n_seq > LAYOUT_MAX_SEQ)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d sequences is beyond the limit of %d", p.n_seq, LAYOUT_MAX_SEQ);
+    if (p.n_ctx == 0)
+        p.n_ctx = n_ctx_train > 0 && n_ctx_train < LAYOUT_DEFAULT_MAX_CTX ? n_ctx_train : LAYOUT_DEFAULT_MAX_CTX;
+    if (p.n_ctx > (1 << 22))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context of %d tokens is beyond brasa's limit of %d", p.n_ctx, 1 << 22);
+    if (p.n_batch == 0)
+        p.n_batch = LAYOUT_DEFAULT_BATCH;
+    if (p.n_batch > p.n_ctx)
+        p.n_batch = p.n_ctx;
+    if (p.n_batch < p.n_seq && p.n_batch < BK_BATCH_EXACT_MAX)
+        p.n_batch = p.n_seq < BK_BATCH_EXACT_MAX ? p.n_seq : BK_BATCH_EXACT_MAX; /* room for a step of every sequence */
+    if (p.n_batch > 4096)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "batch of %d tokens is beyond the limit of 4096", p.n_batch);
+    if (p.n_threads == 0)
+        p.n_threads = plat_physical_cores(); /* hyper-threads share the vector units: no gain */
+    if (p.n_threads > 1024)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d threads is beyond the limit of 1024", p.n_threads);
+    out->params = p;
+
+    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t B = p.n_batch;
+    for (int il = 0; il < hp->n_layer; il++) {
+        out->kv_bytes += 2 * (uint64_t)p.n_seq * layout_f32_bytes(KV, arch_kv_rows(hp, il, p.n_ctx, p.n_batch));
+        out->kv_bytes_full += 2 * (uint64_t)p.n_seq * layout_f32_bytes(KV, p.n_ctx);
+    }
+    out->act_bytes = 3 * layout_f32_bytes(E, B) + 2 * layout_f32_bytes(Q, B) + 2 * layout_f32_bytes(KV, B) +
+                     2 * layout_f32_bytes(hp->n_ff, B) + layout_f32_bytes(hp->n_vocab, B);
+    out->logit_bytes = (uint64_t)p.n_seq * (uint64_t)hp->n_vocab * sizeof(float);
+    return BRASA_OK;
+}

@@ -1,0 +1,34 @@
+/* layout.h: how much memory a context takes, decided before anything is allocated. The context
+ * allocates exactly what this plans, and `brasa fit` predicts with the same plan, so the two can
+ * never disagree about what a context of n tokens costs. */
+#ifndef BRASA_ENGINE_LAYOUT_H
+#define BRASA_ENGINE_LAYOUT_H
+
+#include <stdint.h>
+
+#include "brasa.h"
+#include "models/arch.h"
+
+#define LAYOUT_DEFAULT_MAX_CTX 4096
+#define LAYOUT_DEFAULT_BATCH 64
+#define LAYOUT_MAX_SEQ 256
+
+/* A context's sizes: keys and values are stored as f32, one row of n_head_kv * head_dim per
+ * position, per layer and sequence (sliding-window layers keep a ring, see arch_kv_rows). */
+typedef struct layout_plan {
+    brasa_context_params params; /* with every default resolved */
+    uint64_t kv_bytes;           /* the KV caches of all sequences */
+    uint64_t kv_bytes_full;      /* what they would take if every layer kept the whole context */
+    uint64_t act_bytes;          /* the activation buffers of one batch */
+    uint64_t logit_bytes;        /* each sequence's last logits */
+} layout_plan;
+
+/* Resolves the defaults of params (n_ctx from the trained context, batch, threads, sequences),
+ * checks the limits, and sizes the buffers. */
+brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, const brasa_context_params *params,
+                                 layout_plan *out, brasa_error *err);
+
+/* Bytes of one f32 cache tensor of `rows` rows of n values, as the context carves it (64-byte aligned). */
+uint64_t layout_f32_bytes(int64_t n, int64_t rows);
+
+#endif
