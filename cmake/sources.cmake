@@ -8,6 +8,7 @@ set(BRASA_LIB_SOURCES
   src/backend/cpu/cpu.c
   src/backend/cpu/kernels_scalar.c
   src/backend/cpu/kernels_avx2.c
+  src/backend/cpu/kernels_avx512.c
   src/backend/cpu/kernels_neon.c
   src/backend/cpu/kernels_neon_dotprod.c
   src/gguf/gguf.c

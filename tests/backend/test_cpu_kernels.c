@@ -61,10 +61,11 @@ static void fill_row(uint32_t type, uint8_t *row, int64_t n) {
 
 int main(void) {
     const cpu_kernels *scalar = cpu_kernels_scalar();
-    const cpu_kernels *paths[] = { cpu_kernels_avx2(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
+    const cpu_kernels *paths[] = { cpu_kernels_avx2(), cpu_kernels_avx512_vnni(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
     cpu_features f;
     cpu_detect_features(&f);
-    const bool runnable[] = { f.avx2 && f.fma && f.f16c, f.neon, f.neon && f.dotprod };
+    const bool avx2_ok = f.avx2 && f.fma && f.f16c, vnni_ok = avx2_ok && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
+    const bool runnable[] = { avx2_ok, vnni_ok, f.neon, f.neon && f.dotprod };
     const uint32_t types[] = { QUANT_F32, QUANT_F16, QUANT_BF16, QUANT_Q4_0, QUANT_Q4_1, QUANT_Q5_0,
                                QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K };
     int passed = 0, failed = 0, skipped = 0;
@@ -157,7 +158,7 @@ int main(void) {
      * exact ties (a block whose largest value is 127 has step 1, so 2.5 is a tie), zeros, NaN and
      * infinities. */
     {
-        const cpu_kernels *qp[] = { cpu_kernels_avx2(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
+        const cpu_kernels *qp[] = { cpu_kernels_avx2(), cpu_kernels_avx512_vnni(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
         const int64_t nq = 256 * 8;
         act_q8_32 *a32 = malloc((size_t)(nq / 32) * sizeof *a32), *b32 = malloc((size_t)(nq / 32) * sizeof *b32);
         act_q8_256 *a256 = malloc((size_t)(nq / 256) * sizeof *a256), *b256 = malloc((size_t)(nq / 256) * sizeof *b256);
@@ -224,8 +225,8 @@ int main(void) {
      * and stay within the quantization bound of the exact product: each activation moves by at
      * most half its block's step d, so |error| <= sum over blocks of d/2 * sum |w_i| (+ rounding). */
     void *act = malloc(64 * 256 * 2);
-    const cpu_kernels *all[] = { scalar, cpu_kernels_avx2(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
-    const bool all_ok[] = { true, runnable[0], runnable[1], runnable[2] };
+    const cpu_kernels *all[] = { scalar, cpu_kernels_avx2(), cpu_kernels_avx512_vnni(), cpu_kernels_neon(), cpu_kernels_neon_dotprod() };
+    const bool all_ok[] = { true, runnable[0], runnable[1], runnable[2], runnable[3] };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const uint32_t type = types[ti];
         if (!scalar->dot_q8[type])
@@ -366,6 +367,75 @@ int main(void) {
                 free(a8);
             }
         }
+    }
+    /* the VNNI path is the AVX2 kernels with fused byte products: bit for bit the same results, for
+     * one token, four, and eight rows at a time, on the largest codes too */
+    if (cpu_kernels_avx512_vnni() && vnni_ok) {
+        const cpu_kernels *a2 = cpu_kernels_avx2(), *v = cpu_kernels_avx512_vnni();
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const uint32_t type = types[ti];
+            if (!a2->dot_q8[type])
+                continue;
+            const quant_traits *t = quant_get(type);
+            const bool kq = t->block_size == QK_K;
+            const int64_t k8 = 6 * 256;
+            const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size,
+                         xs = kq ? (size_t)(k8 / 256) * sizeof(act_q8_256) : (size_t)(k8 / 32) * sizeof(act_q8_32);
+            uint8_t *rows8 = malloc(8 * rb);
+            char *a8 = malloc(9 * xs);
+            int differ = 0;
+            for (int round = 0; round < 2; round++) {
+                for (int r = 0; r < 8; r++) {
+                    fill_row(type, rows8 + r * rb, k8);
+                    if (round == 1) /* every code at its largest: the sums' worst case */
+                        for (size_t b = 0; b < rb; b++)
+                            if ((b % (size_t)t->type_size) >= (size_t)t->type_size / 3)
+                                rows8[r * rb + b] = 0xff;
+                }
+                for (int tok = 0; tok < 9; tok++) {
+                    for (int64_t i = 0; i < k8; i++)
+                        x[i] = round ? (i % 2 ? 1.0f : -1.0f) : rnd_unit() * (i == 41 * tok ? 300.0f : 1.0f);
+                    if (kq)
+                        cpu_quantize_q8_256(x, (act_q8_256 *)(a8 + tok * xs), k8);
+                    else
+                        cpu_quantize_q8_32(x, (act_q8_32 *)(a8 + tok * xs), k8);
+                }
+                for (int r = 0; r < 8; r++)
+                    for (int tok = 0; tok < 9; tok++) {
+                        const float ya = a2->dot_q8[type](rows8 + r * rb, a8 + tok * xs, k8);
+                        const float yv = v->dot_q8[type](rows8 + r * rb, a8 + tok * xs, k8);
+                        differ += memcmp(&ya, &yv, sizeof ya) != 0;
+                    }
+                if (a2->dot_q8_x4[type]) {
+                    float ya[4], yv[4];
+                    a2->dot_q8_x4[type](rows8, a8, xs, k8, ya, 1);
+                    v->dot_q8_x4[type](rows8, a8, xs, k8, yv, 1);
+                    differ += memcmp(ya, yv, sizeof ya) != 0;
+                }
+                if (a2->x8_gemm[type]) {
+                    uint8_t *pa = malloc(a2->x8_bytes[type](k8)), *pv = malloc(v->x8_bytes[type](k8));
+                    float ya[9 * 8], yv[9 * 8];
+                    a2->x8_repack[type](rows8, rb, k8, pa);
+                    v->x8_repack[type](rows8, rb, k8, pv);
+                    a2->x8_gemm[type](pa, k8, a8, xs, 9, ya, 8);
+                    v->x8_gemm[type](pv, k8, a8, xs, 9, yv, 8);
+                    differ += memcmp(ya, yv, sizeof ya) != 0;
+                    free(pa);
+                    free(pv);
+                }
+            }
+            if (differ) {
+                failed++;
+                printf("FAIL avx512vnni %s: %d results differ from avx2's\n", t->name, differ);
+            } else {
+                passed++;
+            }
+            free(rows8);
+            free(a8);
+        }
+    } else {
+        printf("skip avx512vnni against avx2: not supported by this CPU\n");
+        skipped++;
     }
     free(act4);
     free(act);

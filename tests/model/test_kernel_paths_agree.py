@@ -83,7 +83,7 @@ def main():
                 # eight-row Q4_K kernel does), and a float-order difference of 1e-7 can move an
                 # activation across a rounding boundary, which later layers carry.
                 ref = {}
-                for path, threads, batch in [(p, t, b) for p in ("scalar", "avx2") for t in (1, 2) for b in (64, 1)
+                for path, threads, batch in [(p, t, b) for p in ("scalar", "avx2", "avx512vnni") for t in (1, 2) for b in (64, 1)
                                              if act == "q8" or b == 64]:
                     got, greedy, err = run(a.logits_dump, model, ids, path, threads, out, act, batch)
                     if got is None and "lacks" in err:
@@ -112,6 +112,11 @@ def main():
                     expect(f"{what} logits within {TOLERANCE:g} of {against}", rel <= TOLERANCE, f"max diff {rel:.3g} of range")
                     expect(f"{what} greedy tokens equal {against}'s", greedy == base_greedy, f"{greedy} vs {base_greedy}")
                     print(f"     {what}: max diff {rel:.2g} of the logit range")
+                # the VNNI path is the AVX2 kernels with fused byte products: the same logits, bit for bit
+                for mode in ("", " token by token"):
+                    if act == "q8" and "avx2" + mode in ref and "avx512vnni" + mode in ref:
+                        expect(f"{name} avx512vnni+q8{mode} logits equal avx2's bit for bit",
+                               np.array_equal(ref["avx2" + mode][0], ref["avx512vnni" + mode][0]))
         # a long cache: one token at a time, the attention of each new token splits its keys between
         # the threads and merges the parts; it must agree with the batch, which does not split
         model = a.model[0]

@@ -1,7 +1,7 @@
-/* kernels.h: the CPU kernel table. Each instruction-set path (scalar, AVX2, NEON, NEON with sdot)
+/* kernels.h: the CPU kernel table. Each instruction-set path (scalar, AVX2, AVX-512 VNNI, NEON, NEON with sdot)
  * fills one table with the same signatures; the table is chosen once per device from the CPU's
- * features, or forced by the BRASA_CPU_KERNELS environment variable (scalar, avx2, neon,
- * neon-dotprod) so tests can compare every path with the scalar reference on one machine. */
+ * features, or forced by the BRASA_CPU_KERNELS environment variable (scalar, avx2, avx512vnni,
+ * neon, neon-dotprod) so tests can compare every path with the scalar reference on one machine. */
 #ifndef BRASA_CPU_KERNELS_H
 #define BRASA_CPU_KERNELS_H
 
@@ -28,6 +28,8 @@ typedef struct act_q8_256 {
     int16_t bsums[16]; /* sums of each 16 codes q */
     int16_t s[8];      /* sub-block scales */
     int16_t sp[16];    /* the same, each twice (one per 16 values): the layout the kernels multiply by */
+    float ms[8];       /* s[j] * the sum of sub-block j's codes, exactly: the term a K-quant's minimums
+                        * multiply, made once per token instead of once per eight weight rows */
     int8_t q[256];
 } act_q8_256;
 
@@ -105,6 +107,7 @@ brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err);
 /* The paths, for tests and for cpu_kernels_select; NULL in builds for another architecture. */
 const cpu_kernels *cpu_kernels_scalar(void);
 const cpu_kernels *cpu_kernels_avx2(void);
+const cpu_kernels *cpu_kernels_avx512_vnni(void); /* the AVX2 kernels with VNNI byte products */
 const cpu_kernels *cpu_kernels_neon(void);
 const cpu_kernels *cpu_kernels_neon_dotprod(void);
 

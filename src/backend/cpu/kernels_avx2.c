@@ -14,10 +14,18 @@
 #include <string.h>
 
 
+/* kernels_avx512.c compiles this file again for CPUs with AVX-512 VNNI: X86_VNNI then turns the
+ * two-step byte products (maddubs to 16 bits, madd to 32) into one vpdpbusd, whose exact 32-bit
+ * sums are the same numbers, so that path gives this one's results bit for bit. */
+#ifndef X86_VNNI
+#define X86_VNNI 0
+#define X86_PATH_NAME "avx2"
+#define X86_PATH_TABLE cpu_kernels_avx2
 #if defined(__GNUC__) || defined(__clang__)
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #else
 #define AVX2
+#endif
 #endif
 
 AVX2 static inline float hsum(__m256 v) {
@@ -389,6 +397,7 @@ AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
             const __m128i r = _mm_hadd_epi32(q, q);
             out[b].bsums[2 * j] = (int16_t)_mm_cvtsi128_si32(r);
             out[b].bsums[2 * j + 1] = (int16_t)_mm_extract_epi32(r, 1);
+            out[b].ms[j] = (float)(out[b].s[j] * (out[b].bsums[2 * j] + out[b].bsums[2 * j + 1]));
         }
     }
 }
@@ -404,7 +413,11 @@ AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
 /* Sums of u[i] * s[i] (unsigned weight codes < 128, signed activations) as 8 int32 lanes, lane k
  * holding bytes 4k..4k+3. */
 AVX2 static inline __m256i dot_u8s8(__m256i u, __m256i s) {
+#if X86_VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
 }
 
 AVX2 static inline __m256 i32_ps(__m256i v) {
@@ -772,9 +785,11 @@ typedef struct x8_q4_K {
     float d[8], dmin[8];     /* [row] */
 } x8_q4_K;
 
+#if !X86_VNNI /* the VNNI path has its own layout, below */
 static size_t x8_bytes_q4_K(int64_t k) {
     return (size_t)(k / QK_K) * sizeof(x8_q4_K);
 }
+#endif
 
 /* Transposes 8 vectors of 8 32-bit words: out[g] word r = in[r] word g. */
 AVX2 static inline void transpose8x32(__m256i v[8]) {
@@ -795,6 +810,7 @@ AVX2 static inline void transpose8x32(__m256i v[8]) {
     }
 }
 
+#if !X86_VNNI
 AVX2 static void x8_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
     x8_q4_K *p = packed;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -869,7 +885,7 @@ AVX2 static void x8_gemm_q4_K(const void *packed, int64_t k, const void *xq, siz
                 __m256 m = _mm256_setzero_ps();
                 for (int s = 0; s < 8; s++)
                     m = _mm256_fmadd_ps(_mm256_loadu_ps(pb->mn[s]),
-                                        _mm256_set1_ps((float)(x[t][b].s[s] * (x[t][b].bsums[2 * s] + x[t][b].bsums[2 * s + 1]))), m);
+                                        _mm256_broadcast_ss(&x[t][b].ms[s]), m);
                 acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(x[t][b].d)), m, acc[t]);
             }
         }
@@ -877,6 +893,7 @@ AVX2 static void x8_gemm_q4_K(const void *packed, int64_t k, const void *xq, siz
             _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
     }
 }
+#endif
 
 /* The same for the 32-value formats with 4- and 5-bit codes: each block's eight groups of four
  * codes per row, the row's scale, and the row's constant term per unit of the activations' d * sum
@@ -946,6 +963,122 @@ AVX2 static void x8_repack_q5_1(const void *rows, size_t row_bytes, int64_t k, v
     x8_repack_b32(QUANT_Q5_1, sizeof(block_q5_1), rows, row_bytes, k, packed);
 }
 
+#if X86_VNNI
+/* Q4_K by eight rows on AVX-512 VNNI: one 512-bit vpdpbusd multiplies eight consecutive codes of
+ * all eight rows (row r in 32-bit lanes 2r and 2r + 1) with eight activation bytes broadcast as a
+ * 64-bit word, so a sub-block takes four of them per token where the AVX2 layout takes eight
+ * products and eight additions; eight tokens share each loaded code vector (AVX-512 has registers
+ * enough). Each row's integer sum is the AVX2 kernel's, split over two lanes and joined before
+ * the same float steps, so the results are that kernel's bit for bit. */
+typedef struct x8v_q4_K {
+    uint8_t codes[8][4][64]; /* [sub-block][values 8q .. 8q + 7][row * 8 + i] */
+    int32_t sc[8][16];       /* [sub-block]: lanes 2r and 2r + 1 hold row r's scale */
+    float mn[8][8];          /* [sub-block][row] minimum */
+    float d[8], dmin[8];     /* [row] */
+} x8v_q4_K;
+
+static size_t x8v_bytes_q4_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8v_q4_K);
+}
+
+AVX2 static void x8v_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8v_q4_K *p = packed;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    /* dword 2r from the first vector's dword r, 2r + 1 from the second's */
+    const __m512i mix = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    for (int64_t b = 0; b < k / QK_K; b++) {
+        const block_q4_K *w[8];
+        for (int r = 0; r < 8; r++) {
+            w[r] = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+            uint8_t sc[8], mn[8];
+            quant_k_scales_unpack(w[r]->scales, sc, mn);
+            p[b].d[r] = h2f(w[r]->d);
+            p[b].dmin[r] = h2f(w[r]->dmin);
+            for (int s = 0; s < 8; s++) {
+                p[b].sc[s][2 * r] = p[b].sc[s][2 * r + 1] = sc[s];
+                p[b].mn[s][r] = (float)mn[s];
+            }
+        }
+        for (int j = 0; j < 4; j++) {
+            __m256i lo[8], hi[8];
+            for (int r = 0; r < 8; r++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[r]->qs + 32 * j));
+                lo[r] = _mm256_and_si256(raw, m4);
+                hi[r] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            }
+            transpose8x32(lo); /* lo[g]: four codes of each row, values 4g .. 4g + 3 */
+            transpose8x32(hi);
+            for (int q = 0; q < 4; q++) {
+                _mm512_storeu_si512(p[b].codes[2 * j][q], _mm512_permutex2var_epi32(_mm512_castsi256_si512(lo[2 * q]), mix,
+                                                                                     _mm512_castsi256_si512(lo[2 * q + 1])));
+                _mm512_storeu_si512(p[b].codes[2 * j + 1][q], _mm512_permutex2var_epi32(_mm512_castsi256_si512(hi[2 * q]), mix,
+                                                                                         _mm512_castsi256_si512(hi[2 * q + 1])));
+            }
+        }
+    }
+}
+
+#define X8V_TOKENS 8
+
+AVX2 static void x8v_gemm_q4_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    const x8v_q4_K *p = packed;
+    const int64_t nb = k / QK_K;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += X8V_TOKENS) {
+        const int nt = n_tok - t0 < X8V_TOKENS ? (int)(n_tok - t0) : X8V_TOKENS;
+        const act_q8_256 *x[X8V_TOKENS];
+        __m256 acc[X8V_TOKENS];
+        for (int t = 0; t < X8V_TOKENS; t++) {
+            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
+            acc[t] = _mm256_setzero_ps();
+        }
+        for (int64_t b = 0; b < nb; b++) {
+            const x8v_q4_K *pb = p + b;
+            __m512i isum[X8V_TOKENS];
+            for (int t = 0; t < X8V_TOKENS; t++)
+                isum[t] = _mm512_setzero_si512();
+            for (int s = 0; s < 8; s++) {
+                __m512i a32[X8V_TOKENS];
+                for (int t = 0; t < X8V_TOKENS; t++)
+                    a32[t] = _mm512_setzero_si512();
+                for (int q = 0; q < 4; q++) {
+                    const __m512i c = _mm512_loadu_si512(pb->codes[s][q]);
+                    for (int t = 0; t < X8V_TOKENS; t++) {
+                        int64_t eight;
+                        memcpy(&eight, x[t][b].q + 32 * s + 8 * q, 8);
+                        a32[t] = _mm512_dpbusd_epi32(a32[t], c, _mm512_set1_epi64(eight));
+                    }
+                }
+                const __m512i wsc = _mm512_loadu_si512(pb->sc[s]);
+                for (int t = 0; t < X8V_TOKENS; t++)
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(a32[t], _mm512_mullo_epi32(wsc, _mm512_set1_epi32(x[t][b].s[s]))));
+                if (s == 3 || s == 7) {
+                    const __m256 dw = _mm256_loadu_ps(pb->d);
+                    for (int t = 0; t < X8V_TOKENS; t++) {
+                        /* each row's two lanes added (the low word of each 64-bit lane), then narrowed */
+                        const __m256i rows8 = _mm512_cvtepi64_epi32(_mm512_add_epi32(isum[t], _mm512_srli_epi64(isum[t], 32)));
+                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[t][b].d)), i32_ps(rows8), acc[t]);
+                        isum[t] = _mm512_setzero_si512();
+                    }
+                }
+            }
+            const __m256 dmin = _mm256_loadu_ps(pb->dmin);
+            for (int t = 0; t < X8V_TOKENS; t++) {
+                __m256 m = _mm256_setzero_ps();
+                for (int s = 0; s < 8; s++)
+                    m = _mm256_fmadd_ps(_mm256_loadu_ps(pb->mn[s]),
+                                        _mm256_broadcast_ss(&x[t][b].ms[s]), m);
+                acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(x[t][b].d)), m, acc[t]);
+            }
+        }
+        for (int t = 0; t < nt; t++)
+            _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
+    }
+}
+#define X8_Q4_K(f) x8v_##f##_q4_K
+#else
+#define X8_Q4_K(f) x8_##f##_q4_K
+#endif
+
 /* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass; five_bit: add up four groups at a time */
 AVX2 static inline void x8_gemm_b32(bool five_bit, const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok,
                                     float *y, size_t ys) {
@@ -966,9 +1099,13 @@ AVX2 static inline void x8_gemm_b32(bool five_bit, const void *packed, int64_t k
                 for (int t = 0; t < 4; t++) {
                     int32_t four;
                     memcpy(&four, x[t][b].q + 4 * g, 4);
+#if X86_VNNI
+                    i32[t] = _mm256_dpbusd_epi32(i32[t], c, _mm256_set1_epi32(four));
+#else
                     a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32(four)));
+#endif
                 }
-                if (g == 7 || (five_bit && g == 3))
+                if (!X86_VNNI && (g == 7 || (five_bit && g == 3)))
                     for (int t = 0; t < 4; t++) {
                         i32[t] = _mm256_add_epi32(i32[t], _mm256_madd_epi16(a16[t], ones));
                         a16[t] = _mm256_setzero_si256();
@@ -993,7 +1130,7 @@ AVX2 static void x8_gemm_b5(const void *packed, int64_t k, const void *xq, size_
 }
 
 static const cpu_kernels avx2 = {
-    .name = "avx2",
+    .name = X86_PATH_NAME,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
     .quantize_q8_32 = quantize_q8_32,
@@ -1010,15 +1147,15 @@ static const cpu_kernels avx2 = {
     },
     .x8_bytes = {
         [QUANT_Q4_0] = x8_bytes_b32, [QUANT_Q4_1] = x8_bytes_b32, [QUANT_Q5_0] = x8_bytes_b32, [QUANT_Q5_1] = x8_bytes_b32,
-        [QUANT_Q4_K] = x8_bytes_q4_K,
+        [QUANT_Q4_K] = X8_Q4_K(bytes),
     },
     .x8_repack = {
         [QUANT_Q4_0] = x8_repack_q4_0, [QUANT_Q4_1] = x8_repack_q4_1, [QUANT_Q5_0] = x8_repack_q5_0, [QUANT_Q5_1] = x8_repack_q5_1,
-        [QUANT_Q4_K] = x8_repack_q4_K,
+        [QUANT_Q4_K] = X8_Q4_K(repack),
     },
     .x8_gemm = {
         [QUANT_Q4_0] = x8_gemm_b4, [QUANT_Q4_1] = x8_gemm_b4, [QUANT_Q5_0] = x8_gemm_b5, [QUANT_Q5_1] = x8_gemm_b5,
-        [QUANT_Q4_K] = x8_gemm_q4_K,
+        [QUANT_Q4_K] = X8_Q4_K(gemm),
     },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
@@ -1026,12 +1163,12 @@ static const cpu_kernels avx2 = {
     },
 };
 
-const cpu_kernels *cpu_kernels_avx2(void) {
+const cpu_kernels *X86_PATH_TABLE(void) {
     return &avx2;
 }
 
 #else
-const cpu_kernels *cpu_kernels_avx2(void) {
+const cpu_kernels *X86_PATH_TABLE(void) {
     return NULL;
 }
 #endif

@@ -138,6 +138,8 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
                 sum += out[b].q[16 * g + i];
             out[b].bsums[g] = (int16_t)sum;
         }
+        for (int j = 0; j < 8; j++) /* |s * sum| < 127 * 32 * 127 < 2^24: exact in float */
+            out[b].ms[j] = (float)(out[b].s[j] * (out[b].bsums[2 * j] + out[b].bsums[2 * j + 1]));
     }
 }
 
@@ -405,12 +407,15 @@ brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err) {
     cpu_features f;
     cpu_detect_features(&f);
     const cpu_kernels *avx2 = cpu_kernels_avx2() && f.avx2 && f.fma && f.f16c ? cpu_kernels_avx2() : NULL;
+    const cpu_kernels *vnni = avx2 && cpu_kernels_avx512_vnni() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni
+                                  ? cpu_kernels_avx512_vnni()
+                                  : NULL;
     const cpu_kernels *neon = cpu_kernels_neon() && f.neon ? cpu_kernels_neon() : NULL;
     const cpu_kernels *neon_dot = cpu_kernels_neon_dotprod() && f.neon && f.dotprod ? cpu_kernels_neon_dotprod() : NULL;
     const char *force = getenv("BRASA_CPU_KERNELS");
     if (force && *force) {
         const struct { const char *name; const cpu_kernels *k; } paths[] = {
-            { "scalar", &scalar }, { "avx2", avx2 }, { "neon", neon }, { "neon-dotprod", neon_dot },
+            { "scalar", &scalar }, { "avx2", avx2 }, { "avx512vnni", vnni }, { "neon", neon }, { "neon-dotprod", neon_dot },
         };
         for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
             if (strcmp(force, paths[i].name) != 0)
@@ -420,8 +425,8 @@ brasa_status cpu_kernels_select(const cpu_kernels **out, brasa_error *err) {
             *out = paths[i].k;
             return BRASA_OK;
         }
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_KERNELS='%.32s' is not a kernel path (scalar, avx2, neon, neon-dotprod)", force);
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "BRASA_CPU_KERNELS='%.32s' is not a kernel path (scalar, avx2, avx512vnni, neon, neon-dotprod)", force);
     }
-    *out = avx2 ? avx2 : neon_dot ? neon_dot : neon ? neon : &scalar;
+    *out = vnni ? vnni : avx2 ? avx2 : neon_dot ? neon_dot : neon ? neon : &scalar;
     return BRASA_OK;
 }
