@@ -10,7 +10,7 @@
 #include "platform/platform.h"
 
 static const char usage[] =
-    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-r N] [-t LIST] [--json]\n"
+    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [--json]\n"
     "\n"
     "Measures prompt processing (ppN: N prompt tokens at once) and token generation (tgN: N tokens\n"
     "one at a time) in tokens/s, as mean ± sd over N repetitions after a warm-up. LISTs are\n"
@@ -20,6 +20,8 @@ static const char usage[] =
     "  -m, --model FILE   the GGUF model\n"
     "  -p LIST            prompt sizes (default 512; 0 skips)\n"
     "  -n LIST            generation lengths (default 128; 0 skips)\n"
+    "  -s LIST            sequences generating together, one token each per step (continuous\n"
+    "                     batching, as brasa serve --parallel; default 1): tgN xS counts all tokens\n"
     "  -r N               repetitions (default 5)\n"
     "  -t LIST            thread counts (default: one per core)\n"
     "  --json             one JSON document on standard output\n";
@@ -53,6 +55,7 @@ static bool parse_list(const char *s, int64_t lo, int64_t hi, int_list *out) {
 typedef struct result {
     char test[32];
     int threads;
+    int sequences;
     int n_tokens;
     double mean, sd;
 } result;
@@ -72,6 +75,28 @@ static void progress(bool on, const char *test, int threads, int rep, int reps) 
         fprintf(stderr, "\r%-8s threads %-3d repetition %d/%d   ", test, threads, rep, reps);
         fflush(stderr);
     }
+}
+
+/* Times n steps of s sequences decoding one token each together (brasa_seq_decode_step). */
+static bool run_steps(brasa_context *c, const brasa_token *tokens, int64_t n_tokens, int n, int s, double *seconds,
+                      brasa_error *err) {
+    brasa_context_reset(c);
+    int32_t seqs[256];
+    brasa_token step[256];
+    for (int j = 0; j < s; j++) {
+        seqs[j] = j;
+        if (brasa_seq_decode(c, j, tokens + j, 1, NULL, err) != BRASA_OK) /* untimed first tokens */
+            return false;
+    }
+    double t0 = plat_time_seconds();
+    for (int i = 1; i <= n; i++) {
+        for (int j = 0; j < s; j++)
+            step[j] = tokens[((int64_t)i * s + j) % n_tokens];
+        if (brasa_seq_decode_step(c, seqs, step, (size_t)s, err) != BRASA_OK)
+            return false;
+    }
+    *seconds = plat_time_seconds() - t0;
+    return true;
 }
 
 /* Times one test: pp (all tokens in one decode call) or tg (one token per call). */
@@ -97,7 +122,7 @@ static bool run_test(brasa_context *c, const brasa_token *tokens, int n, bool ge
 
 int cmd_bench(int argc, char **argv) {
     const char *model_path = NULL;
-    int_list pp = { { 512 }, 1 }, tg = { { 128 }, 1 }, threads = { { brasa_cpu_count() }, 1 };
+    int_list pp = { { 512 }, 1 }, tg = { { 128 }, 1 }, seqs = { { 1 }, 1 }, threads = { { brasa_cpu_count() }, 1 };
     int64_t reps = 5;
     bool json = false;
     for (int i = 1; i < argc; i++) {
@@ -111,9 +136,9 @@ int cmd_bench(int argc, char **argv) {
             if (!v)
                 return cli_usage_error("bench", usage, "%s needs a FILE", a);
             model_path = argv[++i];
-        } else if (strcmp(a, "-p") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "-t") == 0) {
-            int_list *l = a[1] == 'p' ? &pp : a[1] == 'n' ? &tg : &threads;
-            int64_t lo = a[1] == 't' ? 1 : 0, hi = a[1] == 't' ? 1024 : 1 << 20;
+        } else if (strcmp(a, "-p") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "-t") == 0 || strcmp(a, "-s") == 0) {
+            int_list *l = a[1] == 'p' ? &pp : a[1] == 'n' ? &tg : a[1] == 's' ? &seqs : &threads;
+            int64_t lo = a[1] == 't' || a[1] == 's' ? 1 : 0, hi = a[1] == 't' ? 1024 : a[1] == 's' ? 256 : 1 << 20;
             if (!v || !parse_list(v, lo, hi, l))
                 return cli_usage_error("bench", usage, "%s needs a comma-separated list of numbers from %lld to %lld", a,
                                        (long long)lo, (long long)hi);
@@ -146,7 +171,10 @@ int cmd_bench(int argc, char **argv) {
     int rc = CLI_OK;
     const int64_t n_ctx = (max_pp > max_tg + 1 ? max_pp : max_tg + 1) + 8;
     brasa_token *tokens = malloc((size_t)n_ctx * sizeof *tokens);
-    result *results = calloc((size_t)(pp.n + tg.n) * (size_t)threads.n, sizeof *results);
+    int64_t max_seqs = 1;
+    for (int i = 0; i < seqs.n; i++)
+        max_seqs = seqs.v[i] > max_seqs ? seqs.v[i] : max_seqs;
+    result *results = calloc((size_t)(pp.n + tg.n * seqs.n) * (size_t)threads.n, sizeof *results);
     double *samples = malloc((size_t)reps * sizeof *samples);
     int n_results = 0;
     char backend[32] = "cpu";
@@ -163,6 +191,7 @@ int cmd_bench(int argc, char **argv) {
         brasa_context_params cp = brasa_context_default_params();
         cp.n_ctx = (int32_t)n_ctx;
         cp.n_threads = (int32_t)threads.v[ti];
+        cp.n_seq = (int32_t)max_seqs;
         brasa_context *c = NULL;
         if (brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {
             rc = cli_fail("%s: %s", model_path, err.message);
@@ -177,22 +206,26 @@ int cmd_bench(int argc, char **argv) {
         }
         for (int kind = 0; kind < 2 && rc == CLI_OK; kind++) {
             const int_list *l = kind == 0 ? &pp : &tg;
-            for (int k = 0; k < l->n && rc == CLI_OK; k++) {
-                const int n = (int)l->v[k];
+            for (int k = 0; k < l->n * (kind == 0 ? 1 : seqs.n) && rc == CLI_OK; k++) {
+                const int n = (int)l->v[kind == 0 ? k : k / seqs.n];
+                const int n_seqs = kind == 0 ? 1 : (int)seqs.v[k % seqs.n];
                 if (n == 0)
                     continue;
                 result *r = &results[n_results];
                 snprintf(r->test, sizeof r->test, "%s%d", kind == 0 ? "pp" : "tg", n);
                 r->threads = (int)threads.v[ti];
-                r->n_tokens = n;
+                r->sequences = n_seqs;
+                r->n_tokens = n * n_seqs;
                 for (int64_t rep = 0; rep < reps; rep++) {
                     progress(tty, r->test, r->threads, (int)rep + 1, (int)reps);
                     double s;
-                    if (!run_test(c, tokens, n, kind == 1, &s, &err)) {
+                    const bool ok = n_seqs > 1 ? run_steps(c, tokens, n_ctx, n, n_seqs, &s, &err)
+                                               : run_test(c, tokens, n, kind == 1, &s, &err);
+                    if (!ok) {
                         rc = cli_fail("%s", err.message);
                         break;
                     }
-                    samples[rep] = s > 0 ? n / s : 0.0;
+                    samples[rep] = s > 0 ? (double)n * n_seqs / s : 0.0;
                 }
                 if (rc == CLI_OK) {
                     mean_sd(samples, (int)reps, &r->mean, &r->sd);
@@ -232,12 +265,12 @@ int cmd_bench(int argc, char **argv) {
         printf(", \"peak_memory_bytes\": %llu, \"results\": [", (unsigned long long)brasa_peak_memory_bytes());
         for (int i = 0; i < n_results; i++) {
             const result *r = &results[i];
-            printf("%s{\"test\": \"%s\", \"n_tokens\": %d, \"threads\": %d, \"backend\": ", i ? ", " : "", r->test,
-                   r->n_tokens, r->threads);
+            printf("%s{\"test\": \"%s\", \"n_tokens\": %d, \"sequences\": %d, \"threads\": %d, \"backend\": ", i ? ", " : "",
+                   r->test, r->n_tokens, r->sequences, r->threads);
             json_cstr(stdout, backend);
             printf(", \"tokens_per_second\": {\"mean\": %.4f, \"sd\": %.4f}", r->mean, r->sd);
-            if (r->test[0] == 't' && limit > 0)
-                printf(", \"bandwidth_share\": %.4f", r->mean / limit);
+            if (r->test[0] == 't' && limit > 0) /* of the weights read once per step, for all sequences */
+                printf(", \"bandwidth_share\": %.4f", r->mean / r->sequences / limit);
             printf("}");
         }
         printf("]}\n");
@@ -254,10 +287,14 @@ int cmd_bench(int argc, char **argv) {
             const result *r = &results[i];
             char share[32] = "";
             if (r->test[0] == 't' && limit > 0)
-                snprintf(share, sizeof share, "%.0f%%", 100.0 * r->mean / limit);
-            char speed[32];
+                snprintf(share, sizeof share, "%.0f%%", 100.0 * r->mean / r->sequences / limit);
+            char speed[32], name[48];
             snprintf(speed, sizeof speed, "%.2f ± %.2f", r->mean, r->sd);
-            printf("| %-8s | %7d | %21s | %16s |\n", r->test, r->threads, speed, share); /* "±" is two bytes */
+            if (r->sequences > 1)
+                snprintf(name, sizeof name, "%s x%d", r->test, r->sequences);
+            else
+                snprintf(name, sizeof name, "%s", r->test);
+            printf("| %-8s | %7d | %21s | %16s |\n", name, r->threads, speed, share); /* "±" is two bytes */
         }
         printf("\npeak memory %.0f MB, %lld repetitions after a warm-up\n", peak_mb, (long long)reps);
     }

@@ -368,8 +368,56 @@ int main(void) {
             }
         }
     }
+    /* eight-row Q6_K at the integer sums' worst case: every code 63, scales of -128 and 127, every
+     * activation at +-127 */
+    for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+        if (!all[p] || !all_ok[p] || !all[p]->x8_gemm[QUANT_Q6_K])
+            continue;
+        const int64_t k8 = 4 * 256;
+        const size_t rb = (size_t)(k8 / 256) * sizeof(block_q6_K), xs = (size_t)(k8 / 256) * sizeof(act_q8_256);
+        block_q6_K *rows8 = malloc(8 * rb);
+        uint8_t *packed = malloc(all[p]->x8_bytes[QUANT_Q6_K](k8));
+        char *a8 = malloc(3 * xs);
+        for (int64_t b = 0; b < 8 * k8 / 256; b++) {
+            memset(rows8[b].ql, 0xff, sizeof rows8[b].ql);
+            memset(rows8[b].qh, 0xff, sizeof rows8[b].qh);
+            for (int g = 0; g < 16; g++)
+                rows8[b].scales[g] = (int8_t)(b / (k8 / 256) % 2 ? -128 : 127); /* by row: no cancelling */
+            rows8[b].d = f32_to_f16(0.01f);
+        }
+        for (int tok = 0; tok < 3; tok++) {
+            for (int64_t i = 0; i < k8; i++)
+                x[i] = tok == 1 ? -1.0f : 1.0f;
+            cpu_quantize_q8_256(x, (act_q8_256 *)(a8 + tok * xs), k8);
+        }
+        float y8[3 * 8];
+        all[p]->x8_repack[QUANT_Q6_K](rows8, rb, k8, packed);
+        all[p]->x8_gemm[QUANT_Q6_K](packed, k8, a8, xs, 3, y8, 8);
+        bool ok = true;
+        for (int tok = 0; tok < 3; tok++)
+            for (int r = 0; r < 8; r++) {
+                const float one = scalar->dot_q8[QUANT_Q6_K]((const char *)rows8 + r * rb, a8 + tok * xs, k8);
+                quant_dequantize(QUANT_Q6_K, (const char *)rows8 + r * rb, w, k8);
+                double mag = 0; /* |x| is 1: the sum of |w x| is that of |w| */
+                for (int64_t i = 0; i < k8; i++)
+                    mag += fabs((double)w[i]);
+                if (fabs((double)y8[tok * 8 + r] - one) > 1e-5 * mag) { /* an overflow would be far off */
+                    ok = false;
+                    printf("FAIL %s x8 q6_K worst case token %d row %d: %.9g, scalar %.9g\n", all[p]->name, tok, r,
+                           y8[tok * 8 + r], one);
+                }
+            }
+        if (ok)
+            passed++;
+        else
+            failed++;
+        free(rows8);
+        free(packed);
+        free(a8);
+    }
     /* the VNNI path is the AVX2 kernels with fused byte products: bit for bit the same results, for
-     * one token, four, and eight rows at a time, on the largest codes too */
+     * one token, four, and eight rows at a time where AVX2 has an eight-row kernel (Q6_K's is
+     * AVX-512's own), on the largest codes too */
     if (cpu_kernels_avx512_vnni() && vnni_ok) {
         const cpu_kernels *a2 = cpu_kernels_avx2(), *v = cpu_kernels_avx512_vnni();
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {

@@ -51,6 +51,19 @@ def main():
                str(bw))
         expect("model facts", doc.get("architecture") == "llama" and doc.get("weight_bytes_per_token", 0) > 50e6 and
                doc.get("peak_memory_bytes", 0) > 0 and doc.get("cpu_features"), str(doc)[:300])
+    # sequences generating together: one result per count, all their tokens counted
+    r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "4", "-s", "1,3", "-r", "2", "-t", "1", "--json"],
+                       capture_output=True, text=True, timeout=600)
+    expect("bench -s exits 0", r.returncode == 0, r.stderr[-300:])
+    try:
+        res = json.loads(r.stdout).get("results", [])
+    except ValueError:
+        res = []
+    got = sorted((x.get("test"), x.get("sequences"), x.get("n_tokens")) for x in res)
+    expect("one tg result per sequence count, counting every sequence's tokens",
+           got == [("tg4", 1, 4), ("tg4", 3, 12)], str(got))
+    r = subprocess.run([a.brasa, "bench", "-m", a.model, "-s", "0"], capture_output=True, text=True, timeout=60)
+    expect("-s 0 is a usage error", r.returncode == 2 and "-s" in r.stderr, r.stderr)
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "8,,16"], capture_output=True, text=True, timeout=60)
     expect("bad list is a usage error", r.returncode == 2 and "comma-separated" in r.stderr, r.stderr)
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "0"], capture_output=True, text=True, timeout=60)

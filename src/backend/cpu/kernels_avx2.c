@@ -1075,8 +1075,104 @@ AVX2 static void x8v_gemm_q4_K(const void *packed, int64_t k, const void *xq, si
     }
 }
 #define X8_Q4_K(f) x8v_##f##_q4_K
+
+/* Q6_K by eight rows on AVX-512: eight consecutive codes (0..63) of each of eight rows per 512-bit
+ * vector; a 16-value group (one weight scale) is two maddubs, each followed by a madd with the
+ * row's weight scale times the activation's sub-block scale, so the products stay exact integers
+ * (|16002 * 16256 * 2| per madd lane); two groups are added in 32 bits (below 2^31) before they
+ * go to float. The -32 offset is applied per block through the activations' code sums. Results
+ * differ from the one-row kernels only in the order of float additions (tested). */
+typedef struct x8v_q6_K {
+    uint8_t codes[16][2][64]; /* [group of 16][values 8h .. 8h + 7][row * 8 + i] */
+    int16_t sc[16][32];       /* [group]: row r's scale in 16-bit lanes 4r .. 4r + 3 */
+    float scf[16][8];         /* [group][row] the same scale, for the offset term */
+    float d[8];               /* [row] */
+} x8v_q6_K;
+
+static size_t x8v_bytes_q6_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8v_q6_K);
+}
+
+AVX2 static void x8v_repack_q6_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8v_q6_K *p = packed;
+    for (int64_t b = 0; b < k / QK_K; b++) {
+        for (int r = 0; r < 8; r++) {
+            const block_q6_K *w = (const block_q6_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+            uint8_t codes[256];
+            for (int half = 0; half < 2; half++) {
+                __m256i q[4];
+                q6_unpack(w->ql + 64 * half, w->qh + 32 * half, q);
+                for (int j = 0; j < 4; j++)
+                    _mm256_storeu_si256((__m256i *)(codes + 128 * half + 32 * j), q[j]);
+            }
+            for (int g = 0; g < 16; g++) {
+                memcpy(p[b].codes[g][0] + 8 * r, codes + 16 * g, 8);
+                memcpy(p[b].codes[g][1] + 8 * r, codes + 16 * g + 8, 8);
+                for (int i = 0; i < 4; i++)
+                    p[b].sc[g][4 * r + i] = w->scales[g];
+                p[b].scf[g][r] = (float)w->scales[g];
+            }
+            p[b].d[r] = h2f(w->d);
+        }
+    }
+}
+
+AVX2 static void x8v_gemm_q6_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    const x8v_q6_K *p = packed;
+    const int64_t nb = k / QK_K;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += X8V_TOKENS) {
+        const int nt = n_tok - t0 < X8V_TOKENS ? (int)(n_tok - t0) : X8V_TOKENS;
+        const act_q8_256 *x[X8V_TOKENS];
+        __m256 acc[X8V_TOKENS];
+        for (int t = 0; t < X8V_TOKENS; t++) {
+            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
+            acc[t] = _mm256_setzero_ps();
+        }
+        for (int64_t b = 0; b < nb; b++) {
+            const x8v_q6_K *pb = p + b;
+            __m512 f16[X8V_TOKENS];
+            for (int t = 0; t < X8V_TOKENS; t++)
+                f16[t] = _mm512_setzero_ps();
+            for (int g2 = 0; g2 < 16; g2 += 2) {
+                __m512i i32[X8V_TOKENS];
+                for (int t = 0; t < X8V_TOKENS; t++)
+                    i32[t] = _mm512_setzero_si512();
+                for (int g = g2; g < g2 + 2; g++) {
+                    const __m512i c0 = _mm512_loadu_si512(pb->codes[g][0]), c1 = _mm512_loadu_si512(pb->codes[g][1]);
+                    const __m512i wsc = _mm512_loadu_si512(pb->sc[g]);
+                    for (int t = 0; t < X8V_TOKENS; t++) {
+                        const __m512i s16 = _mm512_mullo_epi16(wsc, _mm512_set1_epi16(x[t][b].sp[g]));
+                        int64_t lo, hi;
+                        memcpy(&lo, x[t][b].q + 16 * g, 8);
+                        memcpy(&hi, x[t][b].q + 16 * g + 8, 8);
+                        i32[t] = _mm512_add_epi32(i32[t], _mm512_madd_epi16(_mm512_maddubs_epi16(c0, _mm512_set1_epi64(lo)), s16));
+                        i32[t] = _mm512_add_epi32(i32[t], _mm512_madd_epi16(_mm512_maddubs_epi16(c1, _mm512_set1_epi64(hi)), s16));
+                    }
+                }
+                for (int t = 0; t < X8V_TOKENS; t++)
+                    f16[t] = _mm512_add_ps(f16[t], _mm512_cvtepi32_ps(i32[t]));
+            }
+            const __m256 dw = _mm256_loadu_ps(pb->d);
+            for (int t = 0; t < X8V_TOKENS; t++) {
+                /* each row's two lanes added (the high float moved onto the low one), then narrowed */
+                const __m512 pairs = _mm512_add_ps(f16[t], _mm512_castsi512_ps(_mm512_srli_epi64(_mm512_castps_si512(f16[t]), 32)));
+                const __m256 rows8 = _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_castps_si512(pairs)));
+                /* the offset: 32 * sum over groups of scale * sub-block scale * code sum */
+                __m256 off = _mm256_setzero_ps();
+                for (int g = 0; g < 16; g++)
+                    off = _mm256_fmadd_ps(_mm256_loadu_ps(pb->scf[g]), _mm256_set1_ps((float)(x[t][b].sp[g] * x[t][b].bsums[g])), off);
+                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[t][b].d)), _mm256_fnmadd_ps(_mm256_set1_ps(32.0f), off, rows8),
+                                         acc[t]);
+            }
+        }
+        for (int t = 0; t < nt; t++)
+            _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
+    }
+}
+#define X8V_Q6_K(f) [QUANT_Q6_K] = x8v_##f##_q6_K,
 #else
 #define X8_Q4_K(f) x8_##f##_q4_K
+#define X8V_Q6_K(f)
 #endif
 
 /* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass; five_bit: add up four groups at a time */
@@ -1147,15 +1243,15 @@ static const cpu_kernels avx2 = {
     },
     .x8_bytes = {
         [QUANT_Q4_0] = x8_bytes_b32, [QUANT_Q4_1] = x8_bytes_b32, [QUANT_Q5_0] = x8_bytes_b32, [QUANT_Q5_1] = x8_bytes_b32,
-        [QUANT_Q4_K] = X8_Q4_K(bytes),
+        [QUANT_Q4_K] = X8_Q4_K(bytes), X8V_Q6_K(bytes)
     },
     .x8_repack = {
         [QUANT_Q4_0] = x8_repack_q4_0, [QUANT_Q4_1] = x8_repack_q4_1, [QUANT_Q5_0] = x8_repack_q5_0, [QUANT_Q5_1] = x8_repack_q5_1,
-        [QUANT_Q4_K] = X8_Q4_K(repack),
+        [QUANT_Q4_K] = X8_Q4_K(repack), X8V_Q6_K(repack)
     },
     .x8_gemm = {
         [QUANT_Q4_0] = x8_gemm_b4, [QUANT_Q4_1] = x8_gemm_b4, [QUANT_Q5_0] = x8_gemm_b5, [QUANT_Q5_1] = x8_gemm_b5,
-        [QUANT_Q4_K] = X8_Q4_K(gemm),
+        [QUANT_Q4_K] = X8_Q4_K(gemm), X8V_Q6_K(gemm)
     },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
