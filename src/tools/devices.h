@@ -29,6 +29,7 @@ typedef struct devtab_device {
     char price_date[8];    /* "2026-11" */
     char note[96];         /* where the price comes from, or "" */
     double available_gib;  /* memory free for a model right now, when measured (this machine); else 0 */
+    double prefill_eff;    /* share of tflops prefill reaches, where measured for the kernels; else 0 */
     bool measured;         /* bandwidth (and memory) measured on this machine */
 } devtab_device;
 

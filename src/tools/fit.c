@@ -22,9 +22,10 @@
  * assumption until brasa's GPU backend is measured. */
 #define DECODE_EFF_CPU 0.70
 #define DECODE_EFF_GPU 0.75
-/* Prefill reaches a smaller share of peak compute. CPU: brasa bench pp512 of Qwen2.5-Coder-1.5B
+/* Prefill reaches a smaller share of peak compute. CPU, where the device has no measured share of
+ * its own (devices.c measures this machine's kernels): brasa bench pp512 of Qwen2.5-Coder-1.5B
  * Q4_K_M on a 2-core AVX2 machine ran 60 tokens/s: 0.19 T operations a second, 0.24 of the
- * nominal 8-bit rate of 0.77 TOPS (devices.c).
+ * nominal 8-bit rate of 0.77 TOPS.
  * GPUs: about a third of FP16 peak, llama.cpp's share on consumer cards. */
 #define PREFILL_EFF_CPU 0.24
 #define PREFILL_EFF_GPU 0.35
@@ -340,7 +341,7 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
     /* speed: each byte a token reads, at the bandwidth of the memory it lives in */
     const bool cpu = d->kind == DEVTAB_CPU;
     out->decode_eff = cpu ? DECODE_EFF_CPU : DECODE_EFF_GPU;
-    out->prefill_eff = cpu ? PREFILL_EFF_CPU : PREFILL_EFF_GPU;
+    out->prefill_eff = d->prefill_eff > 0 ? d->prefill_eff : cpu ? PREFILL_EFF_CPU : PREFILL_EFF_GPU;
     const double dev_bw = d->bandwidth_gbs * 1e9 * out->decode_eff;
     const double host_bw = (d->kind == DEVTAB_GPU ? FIT_HOST_BANDWIDTH_GBS : d->bandwidth_gbs) * 1e9 * DECODE_EFF_CPU;
     double dev_read = 0, host_read = 0;
