@@ -9,11 +9,6 @@
  * float. Both are tested against the scalar path in test_cpu_kernels. */
 #include "backend/cpu/kernels.h"
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
-#include <immintrin.h>
-#include <string.h>
-
-
 /* kernels_avx512.c compiles this file again for CPUs with AVX-512 VNNI: X86_VNNI then turns the
  * two-step byte products (maddubs to 16 bits, madd to 32) into one vpdpbusd, whose exact 32-bit
  * sums are the same numbers, so that path gives this one's results bit for bit. */
@@ -27,6 +22,10 @@
 #define AVX2
 #endif
 #endif
+
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
+#include <immintrin.h>
+#include <string.h>
 
 AVX2 static inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
