@@ -809,32 +809,59 @@ AVX2 static inline void transpose8x32(__m256i v[8]) {
     }
 }
 
+
+/* Block b of eight Q4_K rows, as both eight-row layouts take it: each row's sub-block scales
+ * (sc[sub-block][row]) and minimums, d and dmin; w gets the rows' blocks. */
+AVX2 static inline void q4_K_rows_scales(const void *rows, size_t row_bytes, int64_t b, const block_q4_K *w[8],
+                                         uint8_t sc[8][8], float mn[8][8], float d[8], float dmin[8]) {
+    for (int r = 0; r < 8; r++) {
+        w[r] = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+        uint8_t scr[8], mnr[8];
+        quant_k_scales_unpack(w[r]->scales, scr, mnr);
+        d[r] = h2f(w[r]->d);
+        dmin[r] = h2f(w[r]->dmin);
+        for (int s = 0; s < 8; s++) {
+            sc[s][r] = scr[s];
+            mn[s][r] = (float)mnr[s];
+        }
+    }
+}
+
+/* The codes of sub-blocks 2j (lo) and 2j + 1 (hi) of eight rows' blocks, transposed: vector g
+ * holds values 4g .. 4g + 3 of every row, row r in 32-bit lane r. */
+AVX2 static inline void q4_K_rows_codes(const block_q4_K *const w[8], int j, __m256i lo[8], __m256i hi[8]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int r = 0; r < 8; r++) {
+        const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[r]->qs + 32 * j));
+        lo[r] = _mm256_and_si256(raw, m4);                       /* sub-block 2j, in order */
+        hi[r] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4); /* sub-block 2j + 1 */
+    }
+    transpose8x32(lo);
+    transpose8x32(hi);
+}
+
+/* The minimums' part of eight rows' block for one token, taken from acc: per row dmin * d_x * the
+ * sum over sub-blocks of min * (sub-scale * the sub-block's code sum). */
+AVX2 static inline __m256 q4_K_rows_minimums(const float mn[8][8], const float dmin[8], const act_q8_256 *x, __m256 acc) {
+    __m256 m = _mm256_setzero_ps();
+    for (int s = 0; s < 8; s++)
+        m = _mm256_fmadd_ps(_mm256_loadu_ps(mn[s]), _mm256_broadcast_ss(&x->ms[s]), m);
+    return _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dmin), _mm256_set1_ps(x->d)), m, acc);
+}
+
 #if !X86_VNNI
 AVX2 static void x8_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
     x8_q4_K *p = packed;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < k / QK_K; b++) {
         const block_q4_K *w[8];
-        for (int r = 0; r < 8; r++) {
-            w[r] = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
-            uint8_t sc[8], mn[8];
-            quant_k_scales_unpack(w[r]->scales, sc, mn);
-            p[b].d[r] = h2f(w[r]->d);
-            p[b].dmin[r] = h2f(w[r]->dmin);
-            for (int s = 0; s < 8; s++) {
-                p[b].sc[s][2 * r] = p[b].sc[s][2 * r + 1] = sc[s];
-                p[b].mn[s][r] = (float)mn[s];
-            }
-        }
+        uint8_t sc[8][8];
+        q4_K_rows_scales(rows, row_bytes, b, w, sc, p[b].mn, p[b].d, p[b].dmin);
+        for (int s = 0; s < 8; s++)
+            for (int r = 0; r < 8; r++)
+                p[b].sc[s][2 * r] = p[b].sc[s][2 * r + 1] = sc[s][r];
         for (int j = 0; j < 4; j++) {
             __m256i lo[8], hi[8];
-            for (int r = 0; r < 8; r++) {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[r]->qs + 32 * j));
-                lo[r] = _mm256_and_si256(raw, m4);                       /* sub-block 2j, in order */
-                hi[r] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4); /* sub-block 2j + 1 */
-            }
-            transpose8x32(lo);
-            transpose8x32(hi);
+            q4_K_rows_codes(w, j, lo, hi);
             for (int g = 0; g < 8; g++) {
                 _mm256_storeu_si256((__m256i *)p[b].codes[2 * j][g], lo[g]);
                 _mm256_storeu_si256((__m256i *)p[b].codes[2 * j + 1][g], hi[g]);
@@ -878,15 +905,8 @@ AVX2 static void x8_gemm_q4_K(const void *packed, int64_t k, const void *xq, siz
                     }
                 }
             }
-            /* minimums: per row, the sum over sub-blocks of min * (sub-scale * the sub-block's code sum) */
-            const __m256 dmin = _mm256_loadu_ps(pb->dmin);
-            for (int t = 0; t < 4; t++) {
-                __m256 m = _mm256_setzero_ps();
-                for (int s = 0; s < 8; s++)
-                    m = _mm256_fmadd_ps(_mm256_loadu_ps(pb->mn[s]),
-                                        _mm256_broadcast_ss(&x[t][b].ms[s]), m);
-                acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(x[t][b].d)), m, acc[t]);
-            }
+            for (int t = 0; t < 4; t++)
+                acc[t] = q4_K_rows_minimums(pb->mn, pb->dmin, &x[t][b], acc[t]);
         }
         for (int t = 0; t < nt; t++)
             _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
@@ -982,31 +1002,18 @@ static size_t x8v_bytes_q4_K(int64_t k) {
 
 AVX2 static void x8v_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
     x8v_q4_K *p = packed;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     /* dword 2r from the first vector's dword r, 2r + 1 from the second's */
     const __m512i mix = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     for (int64_t b = 0; b < k / QK_K; b++) {
         const block_q4_K *w[8];
-        for (int r = 0; r < 8; r++) {
-            w[r] = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
-            uint8_t sc[8], mn[8];
-            quant_k_scales_unpack(w[r]->scales, sc, mn);
-            p[b].d[r] = h2f(w[r]->d);
-            p[b].dmin[r] = h2f(w[r]->dmin);
-            for (int s = 0; s < 8; s++) {
-                p[b].sc[s][2 * r] = p[b].sc[s][2 * r + 1] = sc[s];
-                p[b].mn[s][r] = (float)mn[s];
-            }
-        }
+        uint8_t sc[8][8];
+        q4_K_rows_scales(rows, row_bytes, b, w, sc, p[b].mn, p[b].d, p[b].dmin);
+        for (int s = 0; s < 8; s++)
+            for (int r = 0; r < 8; r++)
+                p[b].sc[s][2 * r] = p[b].sc[s][2 * r + 1] = sc[s][r];
         for (int j = 0; j < 4; j++) {
             __m256i lo[8], hi[8];
-            for (int r = 0; r < 8; r++) {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[r]->qs + 32 * j));
-                lo[r] = _mm256_and_si256(raw, m4);
-                hi[r] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-            }
-            transpose8x32(lo); /* lo[g]: four codes of each row, values 4g .. 4g + 3 */
-            transpose8x32(hi);
+            q4_K_rows_codes(w, j, lo, hi); /* lo[g]: four codes of each row, values 4g .. 4g + 3 */
             for (int q = 0; q < 4; q++) {
                 _mm512_storeu_si512(p[b].codes[2 * j][q], _mm512_permutex2var_epi32(_mm512_castsi256_si512(lo[2 * q]), mix,
                                                                                      _mm512_castsi256_si512(lo[2 * q + 1])));
@@ -1060,14 +1067,8 @@ AVX2 static void x8v_gemm_q4_K(const void *packed, int64_t k, const void *xq, si
                     }
                 }
             }
-            const __m256 dmin = _mm256_loadu_ps(pb->dmin);
-            for (int t = 0; t < X8V_TOKENS; t++) {
-                __m256 m = _mm256_setzero_ps();
-                for (int s = 0; s < 8; s++)
-                    m = _mm256_fmadd_ps(_mm256_loadu_ps(pb->mn[s]),
-                                        _mm256_broadcast_ss(&x[t][b].ms[s]), m);
-                acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(x[t][b].d)), m, acc[t]);
-            }
+            for (int t = 0; t < X8V_TOKENS; t++)
+                acc[t] = q4_K_rows_minimums(pb->mn, pb->dmin, &x[t][b], acc[t]);
         }
         for (int t = 0; t < nt; t++)
             _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
