@@ -10,28 +10,9 @@
 #include <string.h>
 
 #include "brasa.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "engine_check.h"
 
 enum { N_SEQ = 17, N_STEPS = 6, MAX_PROMPT = 64 };
-
-static brasa_token argmax(const float *l, int32_t n) {
-    brasa_token best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (l[i] > l[best])
-            best = i;
-    return best;
-}
 
 /* Different prompts of different lengths, so the sequences sit at different positions. */
 static size_t prompt_of(const brasa_model *m, int s, brasa_token *out) {

@@ -11,28 +11,9 @@
 #include <string.h>
 
 #include "brasa.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "engine_check.h"
 
 enum { N_CTX = 1024, CHUNK = 64, MAX_PROMPT = 4096 };
-
-static brasa_token argmax(const float *l, int32_t n) {
-    brasa_token best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (l[i] > l[best])
-            best = i;
-    return best;
-}
 
 static brasa_context *make(const brasa_model *m, int32_t n_batch, int32_t n_seq) {
     brasa_context_params cp = brasa_context_default_params();
