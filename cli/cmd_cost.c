@@ -91,6 +91,14 @@ typedef struct option_value {
     bool given;
 } option_value;
 
+/* Whether the user gave the option called name. */
+static bool given(const option_value *opts, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(opts[i].name, name) == 0)
+            return opts[i].given;
+    return false;
+}
+
 int cmd_cost(int argc, char **argv) {
     cost_inputs in = { 0, 0, DEFAULT_KWH_PRICE, DEFAULT_TOKENS_PER_DAY, DEFAULT_OUTPUT_SHARE, DEFAULT_YEARS,
                        DEFAULT_API_IN, DEFAULT_API_OUT, 0, 0, 0 };
@@ -188,7 +196,7 @@ int cmd_cost(int argc, char **argv) {
     }
     in.price = price >= 0 ? price : d.price;
     in.watts = watts >= 0 ? watts : d.watts;
-    if (opts[8].given)
+    if (given(opts, n_opts, "--usd-per-unit"))
         in.usd_per_unit = usd_per_unit;
     else if (strcmp(d.currency, "USD") == 0)
         in.usd_per_unit = 1;
@@ -229,12 +237,13 @@ int cmd_cost(int argc, char **argv) {
         printf("                  typical street price in %s%s%s\n", d.price_date, d.note[0] ? "; " : "", d.note);
     printf("  power           %.0f W while working%s; idle hours not counted\n", in.watts,
            watts >= 0 ? " (--watts)" : " (the table's figure)");
-    printf("  electricity     %.3f %s per kWh%s\n", in.kwh_price, cur, opts[2].given ? "" : " (default)");
+    printf("  electricity     %.3f %s per kWh%s\n", in.kwh_price, cur, given(opts, n_opts, "--kwh-price") ? "" : " (default)");
     printf("  workload        %.0f tokens a day, %.0f%% of them generated, for %.3g years\n", in.tokens_per_day,
            in.output_share * 100, in.years);
     printf("  speeds          prefill %.1f, decode %.1f tokens/s, %s\n", in.prefill_tps, in.decode_tps, speed_source);
     printf("  cloud API       %.3f USD per million prompt tokens, %.3f per million generated%s\n", in.api_price_in,
-           in.api_price_out, opts[4].given || opts[5].given ? "" : " (default: a small frontier model's list prices)");
+           in.api_price_out,
+           given(opts, n_opts, "--api-price-in") || given(opts, n_opts, "--api-price-out") ? "" : " (default: a small frontier model's list prices)");
     if (in.usd_per_unit != 1)
         printf("  exchange        1 %s = %.3f USD\n", cur, in.usd_per_unit);
     printf("\nresult over %.0f days\n", r.days);

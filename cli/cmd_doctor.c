@@ -28,8 +28,9 @@ typedef struct fitting {
     fit_result r;
 } fitting;
 
-/* The DOCTOR_LIST largest catalog models that fit d at DOCTOR_CTX, each at its best quantization. */
-static int models_that_fit(const devtab_device *d, fitting *out) {
+/* The DOCTOR_LIST largest catalog models that fit d at DOCTOR_CTX, each at its best quantization,
+ * with n_threads CPU threads' scratch. */
+static int models_that_fit(const devtab_device *d, int32_t n_threads, fitting *out) {
     fit_model *m = malloc(sizeof *m);
     if (!m)
         return 0;
@@ -39,7 +40,7 @@ static int models_that_fit(const devtab_device *d, fitting *out) {
         for (size_t q = catalog_quant_count(); q-- > 0;) {
             const catalog_quant *quant = catalog_quant_get(q);
             brasa_error err;
-            fit_request req = { DOCTOR_CTX, 1, cli_default_kv(d, -1), 0 };
+            fit_request req = { DOCTOR_CTX, 1, cli_default_kv(d, -1), n_threads };
             fit_result r;
             const double active = c->active_params < c->params ? c->active_params : 0;
             if (fit_model_from_desc(c->params, quant->bits, active, m, &err) != BRASA_OK ||
@@ -154,7 +155,7 @@ int cmd_doctor(int argc, char **argv) {
         printf("], \"fits\": [");
         for (int k = 0; k < n_found; k++) {
             fitting list[DOCTOR_LIST];
-            const int n = models_that_fit(&found[k], list);
+            const int n = models_that_fit(&found[k], brasa_cpu_count(), list);
             printf("%s{\"device\": ", k ? ", " : "");
             json_cstr(stdout, found[k].name);
             printf(", \"usable_bytes\": %.0f, \"context\": %d, \"models\": [", devtab_usable_bytes(&found[k]), DOCTOR_CTX);
@@ -221,7 +222,7 @@ int cmd_doctor(int argc, char **argv) {
     }
     for (int k = 0; k < n_found; k++) {
         fitting list[DOCTOR_LIST];
-        const int n = models_that_fit(&found[k], list);
+        const int n = models_that_fit(&found[k], brasa_cpu_count(), list);
         printf("\nlargest popular models that fit %s (", found[k].name);
         cli_print_bytes(stdout, devtab_usable_bytes(&found[k]));
         printf(" usable, %d-token context)\n", DOCTOR_CTX);

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "engine/layout.h"
 #include "gguf/gguf.h"
+#include "platform/platform.h"
 #include "quant/quant.h"
 #include "tools/catalog.h"
 
@@ -278,6 +279,8 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
     fit_request r = *req;
     if (r.n_parallel <= 0)
         r.n_parallel = 1;
+    if (r.n_threads <= 0) /* once here, not in each of the plans the bisection below makes */
+        r.n_threads = plat_physical_cores();
     if (r.n_ctx < 0 || r.n_ctx > (1 << 22))
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "--ctx must be between 1 and %d", 1 << 22);
     sizes sz;

@@ -238,14 +238,13 @@ static void probe_hip(probe_report *r) {
                                                             : "only needed for AMD GPUs: install AMD's HIP SDK for Windows");
         return;
     }
-    hip_int_fn runtime_version, driver_version, count;
+    hip_int_fn runtime_version, count;
     hip_name_fn get_name;
     hip_total_fn total_mem;
     hip_set_fn set_device;
     hip_mem_info_fn mem_info;
     hip_props_fn props;
     LOAD(lib, runtime_version, "hipRuntimeGetVersion");
-    LOAD(lib, driver_version, "hipDriverGetVersion");
     LOAD(lib, count, "hipGetDeviceCount");
     LOAD(lib, get_name, "hipDeviceGetName");
     LOAD(lib, total_mem, "hipDeviceTotalMem");
@@ -289,7 +288,6 @@ static void probe_hip(probe_report *r) {
         if (props)
             arch_from_props(props, i, g->arch, sizeof g->arch);
     }
-    (void)driver_version;
     plat_lib_close(lib);
 }
 

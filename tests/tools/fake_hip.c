@@ -11,7 +11,6 @@
 #endif
 
 EXPORT int hipRuntimeGetVersion(int *v) { *v = 60241134; return 0; } /* 6.2 */
-EXPORT int hipDriverGetVersion(int *v) { *v = 60241134; return 0; }
 EXPORT int hipGetDeviceCount(int *n) { *n = 1; return 0; }
 EXPORT int hipDeviceGetName(char *name, int len, int dev) {
     (void)dev;
