@@ -19,6 +19,7 @@
 
 #define READ_WAIT_SECONDS 0.1
 #define DRAIN_SECONDS 30.0
+#define FLUSH_SECONDS 5.0 /* after the drain, for replies still being written */
 
 typedef struct server {
     const srv_config *cfg;
@@ -29,6 +30,7 @@ typedef struct server {
     int64_t started;
     volatile int32_t draining;
     volatile int32_t next_id;
+    volatile int32_t open_requests; /* requests whose reply is not yet fully handed to the socket */
 } server;
 
 typedef enum route { R_NONE, R_PAGE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS } route;
@@ -329,6 +331,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
         c->mhd = mhd;
         c->route = route_of(url);
         *state = c;
+        plat_atomic_add(&s->open_requests, 1);
         const bool post = c->route == R_CHAT || c->route == R_COMPLETIONS;
         if (strcmp(method, "OPTIONS") == 0) {
             struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -385,6 +388,7 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **state, en
     buf_free(&c->out);
     free(c);
     *state = NULL;
+    plat_atomic_add(&s->open_requests, -1);
 }
 
 static void load_progress(float fraction, void *user) {
@@ -494,6 +498,11 @@ int srv_run(const srv_config *cfg) {
         plat_socket_close((int)listener);
     if (!sched_drain(s.sched, DRAIN_SECONDS))
         fprintf(stderr, "brasa serve: requests still running after %.0f s are ended\n", DRAIN_SECONDS);
+    /* A finished job may still have its last events (the finish reason, [DONE]) waiting in the connection's
+     * thread; stopping the daemon now would cut them off. Wait, briefly, until every reply has been written. */
+    const double flush_until = plat_time_seconds() + FLUSH_SECONDS;
+    while (plat_atomic_load(&s.open_requests) > 0 && plat_time_seconds() < flush_until)
+        plat_sleep(0.02);
     sched_stop(s.sched);
     MHD_stop_daemon(d);
     d = NULL;
