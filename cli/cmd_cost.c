@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "tool_args.h"
 #include "tools/cost.h"
+#include "platform/platform.h"
 
 /* Defaults, each printed when used. API prices: the list prices of a small frontier model
  * (GPT-4.1 mini, 2025) per million tokens; electricity: a European household tariff. */
@@ -43,7 +44,7 @@ static const char cost_usage[] =
 /* The tokens/s of the largest pp test and of a tg test in a `brasa bench --json` file. */
 static bool bench_speeds(const char *path, double *prefill, double *decode, char *why, size_t why_size) {
     size_t len = 0;
-    FILE *f = fopen(path, "rb");
+    FILE *f = plat_fopen(path, "rb");
     if (!f) {
         snprintf(why, why_size, "%s: cannot open", path);
         return false;
@@ -157,7 +158,7 @@ int cmd_cost(int argc, char **argv) {
         return cli_usage_error("cost", cost_usage, "the speeds come from a model (-m MODEL.gguf, or --params and --bits) "
                                "or from measurements (--bench FILE.json)");
     const bool need_cpu = !device || strcmp(device, "auto") == 0 || strcmp(device, "cpu") == 0;
-    devtab *t = cli_devices(devices_file, need_cpu);
+    devtab *t = cli_devices(devices_file, need_cpu, false);
     if (!t)
         return CLI_FAILED;
     devtab_device d;

@@ -2,6 +2,7 @@
  * which brasa backends load and, for what is missing, the reason and the fix; then the largest
  * popular models that fit, with their expected speed. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "cli.h"
@@ -15,11 +16,15 @@
 #define DOCTOR_LIST 5   /* models listed per device */
 
 static const char doctor_usage[] =
-    "Usage: brasa doctor [--json] [--devices FILE]\n"
+    "Usage: brasa doctor [--json] [--devices FILE] [--remeasure]\n"
     "\n"
     "What this machine has (CPU, memory, GPUs found through the NVIDIA and AMD runtimes, loaded at\n"
     "run time) and what brasa can do with it: which backends load, what to fix for the others,\n"
-    "and the largest popular models that fit, with their expected speeds.\n";
+    "and the largest popular models that fit, with their expected speeds.\n"
+    "\n"
+    "The memory bandwidth is measured once and kept in brasa's cache directory ($BRASA_CACHE_DIR,\n"
+    "else $XDG_CACHE_HOME/brasa or ~/.cache/brasa; %LOCALAPPDATA%\\brasa on Windows) for fit, doctor\n"
+    "and cost; --remeasure measures it again and keeps the new figure.\n";
 
 /* One model of the catalog at the best quantization that fits a device whole. */
 typedef struct fitting {
@@ -57,7 +62,7 @@ static int models_that_fit(const devtab_device *d, int32_t n_threads, fitting *o
 static const char *yes(bool b) { return b ? "true" : "false"; }
 
 int cmd_doctor(int argc, char **argv) {
-    bool json = false;
+    bool json = false, remeasure = false;
     const char *devices_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
@@ -65,16 +70,19 @@ int cmd_doctor(int argc, char **argv) {
             return CLI_OK;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--remeasure") == 0) {
+            remeasure = true;
         } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
             devices_file = argv[++i];
         } else {
             return cli_usage_error("doctor", doctor_usage, "unknown option '%s'", argv[i]);
         }
     }
-    devtab *t = cli_devices(devices_file, true);
+    devtab *t = cli_devices(devices_file, true, remeasure);
     if (!t)
         return CLI_FAILED;
     const devtab_device *cpu = devtab_find(t, "cpu");
+    const measured_bandwidth *mb = devtab_cpu_bandwidth(t);
     char os[96], features[128];
     plat_os_name(os, sizeof os);
     brasa_cpu_features(features, sizeof features);
@@ -105,8 +113,20 @@ int cmd_doctor(int argc, char **argv) {
         json_cstr(stdout, features);
         printf(", \"kernels\": ");
         json_cstr(stdout, kernels);
-        printf("}, \"memory\": {\"total_bytes\": %llu, \"available_bytes\": %llu, \"bandwidth_gbs\": %.3f}",
+        printf("}, \"memory\": {\"total_bytes\": %llu, \"available_bytes\": %llu, \"bandwidth_gbs\": %.3f",
                (unsigned long long)total, (unsigned long long)avail, cpu->bandwidth_gbs);
+        printf(", \"bandwidth_measured_at\": %lld, \"bandwidth_from_cache\": %s, \"cache_file\": ",
+               (long long)mb->measured_at, yes(mb->from_cache));
+        if (mb->cache_path[0])
+            json_cstr(stdout, mb->cache_path);
+        else
+            printf("null");
+        printf(", \"cache_problem\": ");
+        if (mb->cache_problem[0])
+            json_cstr(stdout, mb->cache_problem);
+        else
+            printf("null");
+        printf("}");
         printf(", \"gpus\": [");
         for (int i = 0; i < pr.n_gpus; i++) {
             const probe_gpu *g = &pr.gpus[i];
@@ -180,7 +200,17 @@ int cmd_doctor(int argc, char **argv) {
     cli_print_bytes(stdout, (double)total);
     printf(", ");
     cli_print_bytes(stdout, (double)avail);
-    printf(" available; %.1f GB/s read bandwidth (measured)\n\n", cpu->bandwidth_gbs);
+    char when[32] = "?";
+    const time_t at = (time_t)mb->measured_at;
+    const struct tm *tm = localtime(&at);
+    if (tm)
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M", tm);
+    printf(" available; %.1f GB/s read bandwidth (measured %s%s)\n", cpu->bandwidth_gbs, mb->from_cache ? "" : "now, ",
+           when);
+    if (mb->cache_path[0])
+        printf("           kept in %s%s\n\n", mb->cache_path, mb->from_cache ? " (--remeasure measures again)" : "");
+    else
+        printf("           not kept: %s\n\n", mb->cache_problem);
     printf("GPUs\n");
     if (pr.n_gpus == 0)
         printf("  none found\n");

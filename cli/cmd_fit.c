@@ -40,7 +40,7 @@ bool cli_parse_f64(const char *s, double lo, double hi, double *out) {
     return true;
 }
 
-devtab *cli_devices(const char *user_file, bool with_cpu) {
+devtab *cli_devices(const char *user_file, bool with_cpu, bool remeasure) {
     devtab *t = devtab_create();
     if (!t) {
         cli_fail("out of memory");
@@ -50,7 +50,7 @@ devtab *cli_devices(const char *user_file, bool with_cpu) {
     if (with_cpu) {
         if (plat_is_terminal(2))
             fprintf(stderr, "measuring this machine's memory bandwidth...\r");
-        if (devtab_add_this_cpu(t, &err) != BRASA_OK) {
+        if (devtab_add_this_cpu(t, remeasure, &err) != BRASA_OK) {
             cli_fail("%s", err.message);
             devtab_free(t);
             return NULL;
@@ -378,7 +378,7 @@ int cmd_fit(int argc, char **argv) {
         return rc;
     }
     const bool need_cpu = want_compare || !device || strcmp(device, "auto") == 0 || strcmp(device, "cpu") == 0;
-    devtab *t = cli_devices(devices_file, need_cpu);
+    devtab *t = cli_devices(devices_file, need_cpu, false);
     if (!t) {
         free(m);
         return CLI_FAILED;

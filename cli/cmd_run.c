@@ -37,7 +37,7 @@ static void build_usages(void) {
 
 static bool print_text(const char *text, size_t len, void *user) {
     (void)user;
-    fwrite(text, 1, len, stdout);
+    plat_write_text(stdout, text, len);
     fflush(stdout);
     return true;
 }

@@ -47,7 +47,7 @@ static void print_piece(FILE *out, const char *s, size_t n) {
         else if (cp == '\t') fputs("\\t", out);
         else if (cp == '\\') fputs("\\\\", out);
         else if (cp < 0x20) fprintf(out, "\\x%02x", cp);
-        else fwrite(p + i, 1, (size_t)k, out);
+        else plat_write_text(out, (const char *)p + i, (size_t)k);
         i += (size_t)k;
     }
 }
@@ -247,7 +247,7 @@ int cmd_detokenize(int argc, char **argv) {
         if (st != BRASA_OK) {
             rc = cli_fail("%s", st == BRASA_ERR_NO_MEMORY ? "out of memory" : err.message);
         } else {
-            fwrite(out, 1, bytes, stdout);
+            plat_write_text(stdout, out, bytes);
             if (plat_is_terminal(1))
                 fputc('\n', stdout);
             if (fflush(stdout) != 0)

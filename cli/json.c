@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "core/utf8.h"
+#include "platform/platform.h"
 
 void json_string(FILE *out, const char *s, size_t len) {
     fputc('"', out);
@@ -32,7 +33,7 @@ void json_string(FILE *out, const char *s, size_t len) {
                 fputs("\\ufffd", out);
                 i += (size_t)-k;
             } else {
-                fwrite(p + i, 1, (size_t)k, out);
+                plat_write_text(out, (const char *)p + i, (size_t)k);
                 i += (size_t)k;
             }
         }

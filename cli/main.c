@@ -26,6 +26,7 @@ static const char usage[] =
     "Run 'brasa COMMAND --help' for a command's options.\n";
 
 int main(int argc, char **argv) {
+    plat_args_utf8(&argc, &argv);
     plat_console_init();
     if (argc < 2) {
         fputs(usage, stderr);

@@ -15,7 +15,7 @@
 bool cli_parse_f64(const char *s, double lo, double hi, double *out);
 /* The built-in table, with this machine's CPU (measured) when asked and a user file when given;
  * NULL after printing the error. */
-devtab *cli_devices(const char *user_file, bool with_cpu);
+devtab *cli_devices(const char *user_file, bool with_cpu, bool remeasure);
 /* A GPU the probe found, with the table's figures where its name matches one. */
 void cli_device_of_gpu(const devtab *t, const probe_gpu *g, devtab_device *d);
 /* By name, or "auto"/NULL: the GPU with the most memory, else "cpu". False after printing. */

@@ -42,6 +42,7 @@ set(BRASA_LIB_SOURCES
   src/tools/fit.c
   src/tools/probe.c
   src/tools/cost.c
+  src/tools/measured.c
   src/platform/sockaddr.c
 )
 if(WIN32)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "brasa.h"
 
@@ -24,6 +25,28 @@ bool plat_is_terminal(int fd);
 
 /* Prepares the console for UTF-8 output (a no-op where it already is). */
 void plat_console_init(void);
+
+/* Replaces the program's arguments with UTF-8 ones. On Windows main() receives them in the ANSI code
+ * page, which cannot hold most of Unicode, so they are read again from the wide command line; the
+ * strings live until the process ends. Elsewhere the bytes given are kept. */
+void plat_args_utf8(int *argc, char ***argv);
+
+/* fopen for a UTF-8 path (through the wide API on Windows, so names with accents open). */
+FILE *plat_fopen(const char *path, const char *mode);
+
+/* Writes UTF-8 text to stdout or stderr. A Windows console gets it through its wide-character API,
+ * so accents show whatever its code page; a pipe or file gets the UTF-8 bytes unchanged. A sequence
+ * cut between two calls (streamed tokens do that) is held back until it is complete. */
+void plat_write_text(FILE *stream, const char *text, size_t len);
+
+/* The per-user cache directory: $BRASA_CACHE_DIR when set, else $XDG_CACHE_HOME/brasa or
+ * ~/.cache/brasa (Linux), %LOCALAPPDATA%\brasa (Windows); created, with its parents, on first use.
+ * Returns false when there is none or it cannot be made. */
+bool plat_cache_dir(char *out, size_t size);
+
+/* Writes a whole file so that readers see the old content or the new, never a part: the bytes go to
+ * a temporary file beside it, reach the disk, and then replace the file in one rename. */
+brasa_status plat_write_file_atomic(const char *path, const void *data, size_t len, brasa_error *err);
 
 /* Threads, for the compute pool. A thread runs fn(arg) once. */
 typedef struct plat_thread plat_thread;

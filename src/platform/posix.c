@@ -75,6 +75,87 @@ bool plat_is_terminal(int fd) {
 void plat_console_init(void) {
 }
 
+void plat_args_utf8(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+}
+
+FILE *plat_fopen(const char *path, const char *mode) {
+    return fopen(path, mode);
+}
+
+void plat_write_text(FILE *stream, const char *text, size_t len) {
+    fwrite(text, 1, len, stream);
+}
+
+/* mkdir -p: each missing component made in turn; the last one private to the user */
+static bool make_dirs(char *path) {
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        const bool ok = mkdir(path, 0755) == 0 || errno == EEXIST;
+        *p = '/';
+        if (!ok)
+            return false;
+    }
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return false;
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool plat_cache_dir(char *out, size_t size) {
+    const char *own = getenv("BRASA_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int n;
+    if (own && own[0])
+        n = snprintf(out, size, "%s", own);
+    else if (xdg && xdg[0] == '/') /* the spec says a relative value is to be ignored */
+        n = snprintf(out, size, "%s/brasa", xdg);
+    else if (home && home[0] == '/')
+        n = snprintf(out, size, "%s/.cache/brasa", home);
+    else
+        return false;
+    if (n < 0 || (size_t)n >= size)
+        return false;
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    return make_dirs(out);
+}
+
+brasa_status plat_write_file_atomic(const char *path, const void *data, size_t len, brasa_error *err) {
+    char tmp[4096];
+    const int n = snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: path too long", path);
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return err_set(err, BRASA_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    const uint8_t *p = data;
+    size_t done = 0;
+    while (done < len) {
+        const ssize_t w = write(fd, p + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    /* the data must be on the disk before the rename makes it the file, or a crash could leave an
+     * empty file under the real name */
+    const bool ok = done == len && fsync(fd) == 0;
+    const int saved = errno;
+    close(fd);
+    if (!ok || rename(tmp, path) != 0) {
+        const int why = ok ? errno : saved;
+        unlink(tmp);
+        return err_set(err, BRASA_ERR_IO, "cannot write %s: %s", path, strerror(why));
+    }
+    return BRASA_OK;
+}
+
 struct plat_thread {
     pthread_t id;
     void (*fn)(void *);

@@ -2,6 +2,7 @@
  * converted to UTF-16 so that names with accents open. */
 #include "platform/platform.h"
 
+#include <fcntl.h>
 #include <io.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,8 @@
 #include <winsock2.h>
 #include <windows.h>
 #include <psapi.h>
+#include <shellapi.h>
+#include <wchar.h>
 
 #include "core/error.h"
 
@@ -80,6 +83,100 @@ bool plat_is_terminal(int fd) {
 void plat_console_init(void) {
     SetConsoleOutputCP(CP_UTF8);
     SetConsoleCP(CP_UTF8);
+    /* the text brasa prints is the model's bytes: a pipe gets them unchanged, without CR before each LF
+     * (a console takes LF as a new line either way) */
+    _setmode(_fileno(stdout), _O_BINARY);
+    _setmode(_fileno(stderr), _O_BINARY);
+}
+
+static char *wide_to_utf8(const wchar_t *w) {
+    const int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
+    if (n <= 0)
+        return NULL;
+    char *s = malloc((size_t)n);
+    if (s && WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL) != n) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+void plat_args_utf8(int *argc, char ***argv) {
+    int n = 0;
+    wchar_t **wide = CommandLineToArgvW(GetCommandLineW(), &n);
+    if (!wide)
+        return;
+    char **utf8 = calloc((size_t)n + 1, sizeof *utf8);
+    bool ok = utf8 != NULL;
+    for (int i = 0; ok && i < n; i++)
+        ok = (utf8[i] = wide_to_utf8(wide[i])) != NULL;
+    LocalFree(wide);
+    if (!ok) { /* out of memory: the ANSI arguments are still better than none */
+        for (int i = 0; utf8 && i < n; i++)
+            free(utf8[i]);
+        free(utf8);
+        return;
+    }
+    *argc = n;
+    *argv = utf8;
+}
+
+FILE *plat_fopen(const char *path, const char *mode) {
+    wchar_t *wpath = utf8_to_wide(path), *wmode = utf8_to_wide(mode);
+    FILE *f = wpath && wmode ? _wfopen(wpath, wmode) : NULL;
+    free(wpath);
+    free(wmode);
+    return f;
+}
+
+/* The bytes of a UTF-8 sequence that a call left incomplete, per stream (stdout, stderr): the console
+ * is one per process, so this is process state by nature. */
+static struct { char bytes[4]; size_t n; } console_pending[2];
+
+/* How many bytes at the end of s[0..len) start a sequence that is not complete yet. */
+static size_t incomplete_tail(const char *s, size_t len) {
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        const unsigned char c = (unsigned char)s[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue; /* a continuation byte: look further back for the lead */
+        const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+void plat_write_text(FILE *stream, const char *text, size_t len) {
+    const int which = stream == stderr ? 1 : stream == stdout ? 0 : -1;
+    HANDLE h = which < 0 ? INVALID_HANDLE_VALUE : GetStdHandle(which ? STD_ERROR_HANDLE : STD_OUTPUT_HANDLE);
+    DWORD mode = 0;
+    if (which < 0 || h == INVALID_HANDLE_VALUE || !GetConsoleMode(h, &mode)) {
+        fwrite(text, 1, len, stream); /* a pipe or a file: the UTF-8 bytes as they are */
+        return;
+    }
+    fflush(stream); /* what printf buffered comes first */
+    size_t have = console_pending[which].n;
+    char *all = malloc(have + len);
+    wchar_t *wide = malloc((have + len + 1) * sizeof *wide);
+    if (!all || !wide) {
+        free(all);
+        free(wide);
+        fwrite(text, 1, len, stream);
+        return;
+    }
+    memcpy(all, console_pending[which].bytes, have);
+    memcpy(all + have, text, len);
+    have += len;
+    const size_t keep = incomplete_tail(all, have);
+    memcpy(console_pending[which].bytes, all + have - keep, keep);
+    console_pending[which].n = keep;
+    const size_t complete = have - keep;
+    /* invalid bytes become U+FFFD rather than stopping the conversion */
+    const int n = complete ? MultiByteToWideChar(CP_UTF8, 0, all, (int)complete, wide, (int)complete + 1) : 0;
+    DWORD put = 0;
+    if (n > 0)
+        WriteConsoleW(h, wide, (DWORD)n, &put, NULL);
+    free(all);
+    free(wide);
 }
 
 struct plat_thread {
@@ -190,22 +287,84 @@ void plat_terminate_install(volatile int *flag) {
     SetConsoleCtrlHandler(on_terminate_event, TRUE);
 }
 
-bool plat_runtime_dir(char *out, size_t size) {
-    const char *base = getenv("LOCALAPPDATA");
-    if (!base)
-        base = getenv("TEMP");
-    if (!base)
-        return false;
-    int n = snprintf(out, size, "%s\\brasa", base);
-    if (n < 0 || (size_t)n >= size)
-        return false;
-    CreateDirectoryA(out, NULL);
-    n = snprintf(out, size, "%s\\brasa\\run", base);
-    if (n < 0 || (size_t)n >= size)
-        return false;
-    CreateDirectoryA(out, NULL);
-    const DWORD attr = GetFileAttributesA(out);
+/* Makes a folder and its missing parents (a wide path; both separators accepted). */
+static bool make_dirs_wide(wchar_t *path) {
+    for (wchar_t *p = path; *p; p++) {
+        if ((*p != L'\\' && *p != L'/') || p == path || p[-1] == L':')
+            continue;
+        const wchar_t sep = *p;
+        *p = L'\0';
+        CreateDirectoryW(path, NULL);
+        *p = sep;
+    }
+    CreateDirectoryW(path, NULL);
+    const DWORD attr = GetFileAttributesW(path);
     return attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+/* base (an environment variable's wide value) + suffix, created, as UTF-8 in out */
+static bool dir_under(const wchar_t *base, const wchar_t *suffix, char *out, size_t size) {
+    wchar_t path[1024];
+    if (!base || !base[0] || wcslen(base) + wcslen(suffix) >= sizeof path / sizeof *path)
+        return false;
+    wcscpy(path, base);
+    wcscat(path, suffix);
+    if (!make_dirs_wide(path))
+        return false;
+    const int n = WideCharToMultiByte(CP_UTF8, 0, path, -1, out, (int)size, NULL, NULL);
+    return n > 0;
+}
+
+bool plat_runtime_dir(char *out, size_t size) {
+    const wchar_t *base = _wgetenv(L"LOCALAPPDATA");
+    if (!base || !base[0])
+        base = _wgetenv(L"TEMP");
+    return dir_under(base, L"\\brasa\\run", out, size);
+}
+
+bool plat_cache_dir(char *out, size_t size) {
+    const wchar_t *own = _wgetenv(L"BRASA_CACHE_DIR");
+    if (own && own[0])
+        return dir_under(own, L"", out, size);
+    return dir_under(_wgetenv(L"LOCALAPPDATA"), L"\\brasa", out, size);
+}
+
+brasa_status plat_write_file_atomic(const char *path, const void *data, size_t len, brasa_error *err) {
+    char tmp[4096];
+    const int n = snprintf(tmp, sizeof tmp, "%s.tmp-%lu", path, (unsigned long)GetCurrentProcessId());
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: path too long", path);
+    wchar_t *wtmp = utf8_to_wide(tmp), *wpath = utf8_to_wide(path);
+    brasa_status st = BRASA_OK;
+    if (!wtmp || !wpath) {
+        st = err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: the path is not valid UTF-8", path);
+        goto out;
+    }
+    HANDLE f = CreateFileW(wtmp, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (f == INVALID_HANDLE_VALUE) {
+        st = err_set(err, BRASA_ERR_IO, "cannot write %s (error %lu)", tmp, (unsigned long)GetLastError());
+        goto out;
+    }
+    const uint8_t *p = data;
+    size_t done = 0;
+    while (done < len) {
+        const DWORD chunk = len - done > (1u << 30) ? (1u << 30) : (DWORD)(len - done);
+        DWORD put = 0;
+        if (!WriteFile(f, p + done, chunk, &put, NULL) || put == 0)
+            break;
+        done += put;
+    }
+    /* on the disk before the rename makes it the file */
+    const bool ok = done == len && FlushFileBuffers(f);
+    CloseHandle(f);
+    if (!ok || !MoveFileExW(wtmp, wpath, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+        st = err_set(err, BRASA_ERR_IO, "cannot write %s (error %lu)", path, (unsigned long)GetLastError());
+        DeleteFileW(wtmp);
+    }
+out:
+    free(wtmp);
+    free(wpath);
+    return st;
 }
 
 struct plat_lock { HANDLE file; };
@@ -223,15 +382,21 @@ brasa_status plat_lock_acquire(const char *path, plat_lock **out, long *holder_p
     *out = NULL;
     *holder_pid = *stale_pid = 0;
     /* share-none while held: a second opener fails, and the handle closes with the process */
-    HANDLE f = CreateFileA(path, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ, NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    wchar_t *wpath = utf8_to_wide(path);
+    if (!wpath)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: the path is not valid UTF-8", path);
+    HANDLE f = CreateFileW(wpath, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ, NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL,
+                           NULL);
     if (f == INVALID_HANDLE_VALUE) {
-        HANDLE r = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING, 0, NULL);
+        HANDLE r = CreateFileW(wpath, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING, 0, NULL);
+        free(wpath);
         if (r != INVALID_HANDLE_VALUE) {
             *holder_pid = read_pid(r);
             CloseHandle(r);
         }
         return err_set(err, BRASA_ERR_IO, "%s is held by process %ld", path, *holder_pid);
     }
+    free(wpath);
     *stale_pid = read_pid(f);
     char text[32];
     const int n = snprintf(text, sizeof text, "%ld\r\n", (long)GetCurrentProcessId());

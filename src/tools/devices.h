@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "brasa.h"
+#include "tools/measured.h"
 
 typedef enum devtab_kind {
     DEVTAB_GPU,     /* a discrete card with its own memory */
@@ -43,8 +44,11 @@ void devtab_free(devtab *t);
  * device with kind, memory_gb, bandwidth_gbs and optionally tflops, watts, price, currency,
  * price_date, vendor, note. Errors name the line. */
 brasa_status devtab_load_file(devtab *t, const char *path, brasa_error *err);
-/* Adds this machine's CPU as "cpu": its memory and a read-bandwidth measurement (about a second). */
-brasa_status devtab_add_this_cpu(devtab *t, brasa_error *err);
+/* Adds this machine's CPU as "cpu": its memory and its read bandwidth, measured (about a second) or,
+ * unless remeasure, the figure kept in the cache from an earlier run on this machine. */
+brasa_status devtab_add_this_cpu(devtab *t, bool remeasure, brasa_error *err);
+/* How the "cpu" device's bandwidth was obtained; NULL before devtab_add_this_cpu. */
+const measured_bandwidth *devtab_cpu_bandwidth(const devtab *t);
 /* Adds (or replaces) one device. */
 brasa_status devtab_add(devtab *t, const devtab_device *d, brasa_error *err);
 
