@@ -70,7 +70,9 @@ static bool chatml_default_system(const char *tpl, buf *out) {
         for (const char *p = strstr(tpl, prefixes[k]); p; p = strstr(p + 1, prefixes[k])) {
             const char *start = p + strlen(prefixes[k]);
             const char *end = strstr(start, "<|im_end|>");
-            if (!end || end == start)
+            if (!end)
+                break; /* none after this one either: stop, or a hostile template costs quadratic time */
+            if (end == start)
                 continue;
             bool literal = true;
             for (const char *q = start; q < end; q++)

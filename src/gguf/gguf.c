@@ -24,7 +24,8 @@
 #define GGUF_MAX_ALIGNMENT (1u << 20)
 
 struct gguf_file {
-    plat_map map;
+    plat_map map;      /* the file's mapping, or the caller's buffer (gguf_open_memory) */
+    bool owns_map;     /* whether gguf_close unmaps it */
     uint32_t version;
     uint32_t alignment;
     uint64_t data_offset;
@@ -71,7 +72,7 @@ static uint64_t le(const uint8_t *p, int n) {
 }
 
 static bool rd_u32(reader *r, uint32_t *out, const char *what) {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     if (!rd_bytes(r, 4, &p, what))
         return false;
     *out = (uint32_t)le(p, 4);
@@ -79,7 +80,7 @@ static bool rd_u32(reader *r, uint32_t *out, const char *what) {
 }
 
 static bool rd_u64(reader *r, uint64_t *out, const char *what) {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     if (!rd_bytes(r, 8, &p, what))
         return false;
     *out = le(p, 8);
@@ -146,7 +147,7 @@ static bool skip_value(reader *r, uint32_t t, int depth) {
                 (unsigned long long)(r->pos - 4));
         return false;
     }
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     if (t == GGUF_TYPE_STRING) {
         gguf_str s;
         return rd_str(r, &s, "string");
@@ -400,14 +401,14 @@ static bool check_tensor_data(gguf_file *f, reader *r) {
     }
     /* Overlapping tensors mean a forged file: one write to a weight would silently change another. */
     if (f->n_tensors > 1) {
-        gguf_tensor **order = malloc(f->n_tensors * sizeof *order);
+        gguf_tensor **order = malloc(f->n_tensors * sizeof *order); // NOLINT(bugprone-sizeof-expression): an array of pointers
         if (!order) {
             err_set(r->err, BRASA_ERR_NO_MEMORY, "out of memory checking tensor layout");
             return false;
         }
         for (size_t i = 0; i < f->n_tensors; i++)
             order[i] = &f->tensors[i];
-        qsort(order, f->n_tensors, sizeof *order, cmp_tensor_offset);
+        qsort(order, f->n_tensors, sizeof *order, cmp_tensor_offset); // NOLINT(bugprone-sizeof-expression)
         for (size_t i = 1; i < f->n_tensors; i++) {
             if (order[i - 1]->offset + order[i - 1]->bytes > order[i]->offset) {
                 err_set(r->err, BRASA_ERR_FORMAT, "tensors '%s' and '%s' overlap in the file", order[i - 1]->name,
@@ -491,6 +492,19 @@ static bool parse(gguf_file *f, reader *r) {
     return check_tensor_data(f, r);
 }
 
+/* Parses the bytes f->map holds; on failure frees f. */
+static brasa_status open_parsed(gguf_file *f, gguf_file **out, brasa_error *err) {
+    brasa_error local;
+    reader r = { f->map.data, f->map.size, 0, err ? err : &local, "" };
+    if (!parse(f, &r)) {
+        brasa_status st = r.err->status;
+        gguf_close(f);
+        return st;
+    }
+    *out = f;
+    return BRASA_OK;
+}
+
 brasa_status gguf_open(const char *path, gguf_file **out, brasa_error *err) {
     *out = NULL;
     gguf_file *f = calloc(1, sizeof *f);
@@ -501,15 +515,20 @@ brasa_status gguf_open(const char *path, gguf_file **out, brasa_error *err) {
         free(f);
         return st;
     }
-    brasa_error local;
-    reader r = { f->map.data, f->map.size, 0, err ? err : &local, "" };
-    if (!parse(f, &r)) {
-        st = r.err->status;
-        gguf_close(f);
-        return st;
-    }
-    *out = f;
-    return BRASA_OK;
+    f->owns_map = true;
+    return open_parsed(f, out, err);
+}
+
+brasa_status gguf_open_memory(const uint8_t *data, size_t size, gguf_file **out, brasa_error *err) {
+    *out = NULL;
+    if (!data && size)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "gguf_open_memory: no data");
+    gguf_file *f = calloc(1, sizeof *f);
+    if (!f)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    f->map.data = data;
+    f->map.size = size;
+    return open_parsed(f, out, err);
 }
 
 void gguf_close(gguf_file *f) {
@@ -521,7 +540,8 @@ void gguf_close(gguf_file *f) {
         free((char *)f->tensors[i].name);
     free(f->kvs);
     free(f->tensors);
-    plat_map_close(&f->map);
+    if (f->owns_map)
+        plat_map_close(&f->map);
     free(f);
 }
 

@@ -64,6 +64,9 @@ typedef struct gguf_tensor {
 typedef struct gguf_file gguf_file;
 
 brasa_status gguf_open(const char *path, gguf_file **out, brasa_error *err);
+/* As gguf_open, on a GGUF image already in memory (a fuzzer's input, a test's fixture): the caller
+ * keeps ownership of data, which must outlive the gguf_file since strings and tensors point into it. */
+brasa_status gguf_open_memory(const uint8_t *data, size_t size, gguf_file **out, brasa_error *err);
 void gguf_close(gguf_file *f);
 
 uint32_t gguf_version(const gguf_file *f);

@@ -158,26 +158,24 @@ static void bind_architecture(brasa_model *m) {
     m->desc.run_error = m->run_error[0] ? m->run_error : NULL;
 }
 
-brasa_status brasa_model_open(const char *path, const brasa_model_params *params, brasa_model **out,
-                              brasa_error *err) {
-    if (!path || !out)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_model_open: path and out are required");
+brasa_status model_open_gguf(gguf_file *file, const brasa_model_params *params, brasa_model **out,
+                             brasa_error *err) {
     *out = NULL;
     brasa_model *m = calloc(1, sizeof *m);
-    if (!m)
+    if (!m) {
+        gguf_close(file);
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
-    brasa_status st = gguf_open(path, &m->file, err);
-    if (st == BRASA_OK) {
-        brasa_error tok_err;
-        err_clear(&tok_err);
-        st = tok_vocab_load(&m->vocab, m->file, &tok_err);
-        if (st == BRASA_ERR_UNSUPPORTED) {
-            /* the model can still be described; tokenizing says why it cannot */
-            memcpy(m->tokenizer_error, tok_err.message, sizeof m->tokenizer_error);
-            st = BRASA_OK;
-        } else if (st != BRASA_OK) {
-            err_set(err, st, "%s", tok_err.message);
-        }
+    }
+    m->file = file;
+    brasa_error tok_err;
+    err_clear(&tok_err);
+    brasa_status st = tok_vocab_load(&m->vocab, m->file, &tok_err);
+    if (st == BRASA_ERR_UNSUPPORTED) {
+        /* the model can still be described; tokenizing says why it cannot */
+        memcpy(m->tokenizer_error, tok_err.message, sizeof m->tokenizer_error);
+        st = BRASA_OK;
+    } else if (st != BRASA_OK) {
+        err_set(err, st, "%s", tok_err.message);
     }
     if (st == BRASA_OK)
         st = describe(m, err);
@@ -191,6 +189,18 @@ brasa_status brasa_model_open(const char *path, const brasa_model_params *params
         warm_pages(m, params);
     *out = m;
     return BRASA_OK;
+}
+
+brasa_status brasa_model_open(const char *path, const brasa_model_params *params, brasa_model **out,
+                              brasa_error *err) {
+    if (!path || !out)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_model_open: path and out are required");
+    *out = NULL;
+    gguf_file *file = NULL;
+    brasa_status st = gguf_open(path, &file, err);
+    if (st != BRASA_OK)
+        return st;
+    return model_open_gguf(file, params, out, err);
 }
 
 void brasa_model_free(brasa_model *m) {

@@ -20,4 +20,10 @@ struct brasa_model {
     char run_error[512];
 };
 
+/* Builds a model around an open GGUF file (what brasa_model_open does after gguf_open), taking
+ * ownership of file: it is closed with the model, or at once when this fails. Lets a fuzzer or a
+ * test open a model from memory (gguf_open_memory) without a file on disk. */
+brasa_status model_open_gguf(gguf_file *file, const brasa_model_params *params, brasa_model **out,
+                             brasa_error *err);
+
 #endif

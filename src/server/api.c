@@ -90,8 +90,14 @@ static const char *message_text(const cJSON *content, api_owned *own) {
     char *joined = malloc(total);
     if (!joined)
         return NULL;
-    joined[0] = '\0';
-    cJSON_ArrayForEach(part, content) strcat(joined, cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
+    size_t at = 0; /* appended at a known end: strcat would rescan the text for every part */
+    cJSON_ArrayForEach(part, content) {
+        const char *text = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        const size_t n = strlen(text);
+        memcpy(joined + at, text, n);
+        at += n;
+    }
+    joined[at] = '\0';
     own->texts[own->n_texts++] = joined;
     return joined;
 }

@@ -109,10 +109,12 @@ static bool emit_symbol(const spm_state *st, uint32_t i, ivec *out) {
         return ivec_push(out, id);
     for (uint32_t k = 0; k < st->len[i]; k++) {
         int32_t b = v->byte_token[(unsigned char)st->s[st->start[i] + k]];
-        if (!ivec_push(out, b >= 0 ? b : v->unk))
-            return false;
+        /* no byte fallback: one unknown token stands for the rest of the piece, or nothing when the
+         * vocabulary has no unknown token (as byte-level BPE drops a byte it has no token for) */
         if (b < 0)
-            break; /* no byte fallback: one unknown token stands for the whole piece */
+            return v->unk < 0 || ivec_push(out, v->unk);
+        if (!ivec_push(out, b))
+            return false;
     }
     return true;
 }

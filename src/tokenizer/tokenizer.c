@@ -18,25 +18,34 @@ typedef struct control_rule {
     size_t n_spans;
 } control_rule;
 
+/* Spans come in text order and do not overlap, so the only one that can hold [i, i+len) is the
+ * last that starts at or before i: a binary search, so that a long chat with many markers stays
+ * linear in its length. */
 static bool control_allowed(const control_rule *r, size_t i, size_t len) {
     if (r->everywhere)
         return true;
-    for (size_t k = 0; k < r->n_spans; k++)
-        if (i >= r->spans[2 * k] && i + len <= r->spans[2 * k + 1])
-            return true;
-    return false;
+    size_t lo = 0, hi = r->n_spans; /* find the first span that starts after i */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->spans[2 * mid] <= i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && i + len <= r->spans[2 * (lo - 1) + 1];
 }
 
-/* The longest special token that starts at text[i..n), or -1. */
+/* The longest special token that starts at text[i..n), or -1: for each length a special that
+ * begins with this byte has (longest first), the specials with exactly that text, lowest id first. */
 static int32_t special_at(const tok_vocab *v, const char *text, size_t i, size_t n, const control_rule *rule) {
     unsigned char b = (unsigned char)text[i];
-    for (int32_t k = v->special_start[b]; k < v->special_start[b + 1]; k++) {
-        int32_t id = v->specials[k];
-        if (v->len[id] > n - i || memcmp(v->text[id], text + i, v->len[id]) != 0)
+    for (int32_t k = v->special_len_start[b]; k < v->special_len_start[b + 1]; k++) {
+        uint32_t len = v->special_lens[k];
+        if (len > n - i)
             continue;
-        if (v->attr[id] == TOK_ATTR_CONTROL && !control_allowed(rule, i, v->len[id]))
-            continue;
-        return id; /* sorted longest first */
+        for (int32_t id = smap_get(&v->special_by_text, text + i, len); id >= 0; id = v->special_next[id])
+            if (v->attr[id] != TOK_ATTR_CONTROL || control_allowed(rule, i, len))
+                return id;
     }
     return -1;
 }

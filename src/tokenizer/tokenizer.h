@@ -16,7 +16,8 @@ brasa_status tok_encode(const tok_vocab *v, const char *text, size_t n, unsigned
                         brasa_error *err);
 
 /* As tok_encode, but control tokens are recognized only inside the byte ranges spans[2k] ..
- * spans[2k+1] (a chat format's own markers), never in the text between (the messages). */
+ * spans[2k+1] (a chat format's own markers), never in the text between (the messages). The
+ * ranges come in text order and do not overlap, as a rendering that appends them makes them. */
 brasa_status tok_encode_spans(const tok_vocab *v, const char *text, size_t n, const size_t *spans, size_t n_spans,
                               ivec *out, brasa_error *err);
 

@@ -147,48 +147,72 @@ static brasa_status load_merges(tok_vocab *v, const gguf_kv *merges, brasa_error
     return BRASA_OK;
 }
 
-/* Sort keys for the special-token index, so that no comparison needs the vocabulary itself. */
-typedef struct special_key {
-    int32_t id;
+static bool is_special(const tok_vocab *v, int32_t id) {
+    return (v->attr[id] == TOK_ATTR_CONTROL || v->attr[id] == TOK_ATTR_USER_DEFINED) && v->len[id] > 0;
+}
+
+/* (first byte, length) of a special token, sorted by byte, then longest first, for the lengths index. */
+typedef struct special_len {
     unsigned char first;
     uint32_t len;
-} special_key;
+} special_len;
 
-static int cmp_special_key(const void *a, const void *b) {
-    const special_key *x = a, *y = b;
+static int cmp_special_len(const void *a, const void *b) {
+    const special_len *x = a, *y = b;
     if (x->first != y->first)
         return x->first < y->first ? -1 : 1;
-    if (x->len != y->len)
-        return x->len > y->len ? -1 : 1; /* longest first: leftmost-longest matching */
-    return x->id < y->id ? -1 : x->id > y->id;
+    return x->len > y->len ? -1 : x->len < y->len; /* longest first: leftmost-longest matching */
+}
+
+/* The distinct lengths of the specials that begin with each byte (see tok_vocab). */
+static bool index_special_lengths(tok_vocab *v, int32_t n_special) {
+    special_len *keys = malloc((size_t)(n_special ? n_special : 1) * sizeof *keys);
+    v->special_lens = malloc((size_t)(n_special ? n_special : 1) * sizeof *v->special_lens);
+    if (!keys || !v->special_lens) {
+        free(keys);
+        return false;
+    }
+    int32_t n = 0;
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        if (is_special(v, i))
+            keys[n++] = (special_len){ (unsigned char)v->text[i][0], v->len[i] };
+    qsort(keys, (size_t)n, sizeof *keys, cmp_special_len);
+    int32_t n_lens = 0, k = 0;
+    for (int b = 0; b < 256; b++) {
+        v->special_len_start[b] = n_lens;
+        for (; k < n && keys[k].first == b; k++)
+            if (n_lens == v->special_len_start[b] || v->special_lens[n_lens - 1] != keys[k].len)
+                v->special_lens[n_lens++] = keys[k].len;
+    }
+    v->special_len_start[256] = n_lens;
+    free(keys);
+    return true;
 }
 
 static brasa_status index_specials(tok_vocab *v, brasa_error *err) {
     int32_t n = 0;
     for (int32_t i = 0; i < v->n_tokens; i++)
-        if ((v->attr[i] == TOK_ATTR_CONTROL || v->attr[i] == TOK_ATTR_USER_DEFINED) && v->len[i] > 0)
-            n++;
-    special_key *keys = malloc((size_t)(n ? n : 1) * sizeof *keys);
-    v->specials = malloc((size_t)(n ? n : 1) * sizeof *v->specials);
-    if (!keys || !v->specials) {
-        free(keys);
+        n += is_special(v, i);
+    /* chain_end[head]: the last id so far in the chain of head's text, so that a file with the same
+     * special text repeated a million times still loads in linear time */
+    int32_t *chain_end = malloc((size_t)v->n_tokens * sizeof *chain_end);
+    v->special_next = malloc((size_t)v->n_tokens * sizeof *v->special_next);
+    if (!chain_end || !v->special_next || !smap_init(&v->special_by_text, (size_t)n) ||
+        !index_special_lengths(v, n)) {
+        free(chain_end);
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory indexing special tokens");
     }
-    n = 0;
-    for (int32_t i = 0; i < v->n_tokens; i++)
-        if ((v->attr[i] == TOK_ATTR_CONTROL || v->attr[i] == TOK_ATTR_USER_DEFINED) && v->len[i] > 0)
-            keys[n++] = (special_key){ i, (unsigned char)v->text[i][0], v->len[i] };
-    qsort(keys, (size_t)n, sizeof *keys, cmp_special_key);
-    int32_t k = 0;
-    for (int b = 0; b <= 256; b++) {
-        while (b < 256 && k < n && keys[k].first < b)
-            k++;
-        v->special_start[b] = k;
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        v->special_next[i] = -1;
+        chain_end[i] = i;
+        if (!is_special(v, i) || smap_put(&v->special_by_text, v->text[i], v->len[i], i))
+            continue;
+        /* a text that an earlier special already has: chain this id after the others, in id order */
+        int32_t head = smap_get(&v->special_by_text, v->text[i], v->len[i]);
+        v->special_next[chain_end[head]] = i;
+        chain_end[head] = i;
     }
-    for (int32_t i = 0; i < n; i++)
-        v->specials[i] = keys[i].id;
-    v->n_specials = n;
-    free(keys);
+    free(chain_end);
     return BRASA_OK;
 }
 
@@ -310,7 +334,9 @@ void tok_vocab_free(tok_vocab *v) {
     free(v->scores);
     free(v->attr);
     free(v->arena);
-    free(v->specials);
+    free(v->special_next);
+    free(v->special_lens);
+    smap_free(&v->special_by_text);
     smap_free(&v->by_text);
     u64map_free(&v->merges);
     memset(v, 0, sizeof *v);

@@ -44,9 +44,16 @@ typedef struct tok_vocab {
     int32_t byte_token[256]; /* BPE: the token of each byte's code point; SPM: its <0xXX> token; -1 if none */
     uint32_t byte_cp[256];   /* BPE: GPT-2's byte -> printable code point mapping */
     int16_t cp_byte[324];    /* its inverse, -1 for code points that are no byte */
-    int32_t *specials;  /* control and user-defined token ids, by first byte then longest first */
-    int32_t n_specials;
-    int32_t special_start[257]; /* specials[special_start[b] .. special_start[b+1]) begin with byte b */
+    /* Special (control and user-defined) tokens, for leftmost-longest matching by one hash lookup
+     * per candidate length: special_by_text maps a text to the lowest special id with it and
+     * special_next (n_tokens) chains to the next special with the same text (-1: none); the
+     * distinct lengths of the specials that begin with byte b are special_lens[special_len_start[b]
+     * .. special_len_start[b+1]), longest first. A vocabulary with thousands of "<unusedN>" tokens
+     * then costs a few lookups at each '<' of a text, not a comparison with each of them. */
+    smap special_by_text;
+    int32_t *special_next;
+    uint32_t *special_lens;
+    int32_t special_len_start[257];
     brasa_token bos, eos, eot, unk, pad;
     bool add_bos, add_eos, add_space_prefix;
 } tok_vocab;

@@ -1,0 +1,105 @@
+/* fuzz_json_body: the server's request bodies. The input is an HTTP body, checked by api_parse as a
+ * chat request and as a completion request; what it accepts must satisfy the ranges api.h promises,
+ * and what it refuses must come with a message. The replies built from the request's own text (and
+ * from the raw input, any bytes) must be valid JSON in valid UTF-8, as clients parse them.
+ * libmicrohttpd's parsing of the request itself is not ours and is not fuzzed here. */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "core/utf8.h"
+#include "fuzz.h"
+#include "server/api.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    return 0;
+}
+
+/* out holds JSON, or SSE events "data: JSON\n\n"; each must parse. */
+static void check_json(const buf *out, bool sse) {
+    FUZZ_CHECK(out->len > 0 && utf8_is_valid(out->data, out->len));
+    const char *p = out->data, *end = out->data + out->len;
+    while (p < end) {
+        const char *json = p, *stop = end;
+        if (sse) {
+            FUZZ_CHECK((size_t)(end - p) > 6 && memcmp(p, "data: ", 6) == 0);
+            json = p + 6;
+            const char *blank = NULL;
+            for (const char *q = json; q + 1 < end && !blank; q++)
+                if (q[0] == '\n' && q[1] == '\n')
+                    blank = q;
+            FUZZ_CHECK(blank != NULL);
+            stop = blank;
+        }
+        cJSON *parsed = cJSON_ParseWithLength(json, (size_t)(stop - json));
+        FUZZ_CHECK(parsed != NULL);
+        cJSON_Delete(parsed);
+        p = sse ? stop + 2 : end;
+    }
+}
+
+static void check_accepted(const api_request *r) {
+    if (r->kind == API_CHAT) {
+        FUZZ_CHECK(r->n_messages >= 1 && r->n_messages <= API_MAX_MESSAGES && r->prompt == NULL);
+        bool has_user = false;
+        for (size_t i = 0; i < r->n_messages; i++) {
+            const char *role = r->messages[i].role;
+            FUZZ_CHECK(strcmp(role, "system") == 0 || strcmp(role, "user") == 0 || strcmp(role, "assistant") == 0);
+            FUZZ_CHECK(r->messages[i].content != NULL);
+            has_user = has_user || strcmp(role, "user") == 0;
+        }
+        FUZZ_CHECK(has_user);
+    } else {
+        FUZZ_CHECK(r->prompt != NULL && r->prompt[0] != '\0' && r->messages == NULL);
+    }
+    FUZZ_CHECK(r->max_tokens >= 0);
+    FUZZ_CHECK(r->sampling.temperature >= 0.0f && r->sampling.temperature <= 2.0f);
+    FUZZ_CHECK(r->sampling.top_p > 0.0f && r->sampling.top_p <= 1.0f);
+    FUZZ_CHECK(r->sampling.presence_penalty >= -2.0f && r->sampling.presence_penalty <= 2.0f);
+    FUZZ_CHECK(r->sampling.frequency_penalty >= -2.0f && r->sampling.frequency_penalty <= 2.0f);
+    size_t n_stop = 0;
+    while (n_stop < API_MAX_STOP && r->stop[n_stop])
+        FUZZ_CHECK(r->stop[n_stop++][0] != '\0');
+    FUZZ_CHECK(r->stop[n_stop] == NULL);
+}
+
+/* Every reply kind, with text as the generated text. */
+static void build_replies(api_kind kind, const char *text, size_t len) {
+    const api_reply reply = { kind, kind == API_CHAT ? "chatcmpl-fuzz" : "cmpl-fuzz", "fuzz-model", 1700000000 };
+    buf out = { 0 };
+    FUZZ_CHECK(api_completion_json(&reply, text, len, "stop", 3, 5, &out));
+    check_json(&out, false);
+    out.len = 0;
+    FUZZ_CHECK(api_chunk_sse(&reply, true, text, len, NULL, &out));
+    FUZZ_CHECK(api_chunk_sse(&reply, false, text, len, "length", &out));
+    FUZZ_CHECK(api_chunk_sse(&reply, false, "", 0, "stop", &out));
+    FUZZ_CHECK(api_usage_sse(&reply, 3, 5, &out));
+    check_json(&out, true);
+    buf_free(&out);
+}
+
+static void parse_as(api_kind kind, const char *body, size_t len) {
+    api_request rq;
+    char message[256];
+    const char *param = NULL;
+    if (api_parse(kind, body, len, &rq, message, sizeof message, &param)) {
+        check_accepted(&rq);
+        const char *text = kind == API_CHAT ? rq.messages[rq.n_messages - 1].content : rq.prompt;
+        build_replies(kind, text, strlen(text));
+    } else {
+        FUZZ_CHECK(memchr(message, '\0', sizeof message) != NULL && message[0] != '\0');
+        buf out = { 0 };
+        FUZZ_CHECK(api_error_json(message, "invalid_request_error", param, NULL, &out));
+        check_json(&out, false);
+        buf_free(&out);
+    }
+    api_request_free(&rq);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    parse_as(API_CHAT, (const char *)data, size);
+    parse_as(API_COMPLETION, (const char *)data, size);
+    build_replies(API_CHAT, (const char *)data, size);
+    return 0;
+}
