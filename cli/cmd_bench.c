@@ -175,7 +175,7 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < seqs.n; i++)
         max_seqs = seqs.v[i] > max_seqs ? seqs.v[i] : max_seqs;
     result *results = calloc((size_t)(pp.n + tg.n * seqs.n) * (size_t)threads.n, sizeof *results);
-    double *samples = malloc((size_t)reps * sizeof *samples);
+    double *samples = calloc((size_t)reps, sizeof *samples);
     int n_results = 0;
     char backend[32] = "cpu";
     if (!tokens || !results || !samples) {
@@ -218,7 +218,7 @@ int cmd_bench(int argc, char **argv) {
                 r->n_tokens = n * n_seqs;
                 for (int64_t rep = 0; rep < reps; rep++) {
                     progress(tty, r->test, r->threads, (int)rep + 1, (int)reps);
-                    double s;
+                    double s = 0;
                     const bool ok = n_seqs > 1 ? run_steps(c, tokens, n_ctx, n, n_seqs, &s, &err)
                                                : run_test(c, tokens, n, kind == 1, &s, &err);
                     if (!ok) {

@@ -58,12 +58,14 @@ static bool bench_speeds(const char *path, double *prefill, double *decode, char
         return false;
     }
     text[len] = '\0';
-    int best_pp = -1;
+    long best_pp = -1;
     *prefill = *decode = 0;
     for (const char *p = text; (p = strstr(p, "\"test\": \"")) != NULL;) {
         p += 9;
+        if (!p[0] || !p[1])
+            break;
         char kind[3] = { p[0], p[1], 0 };
-        const int n = atoi(p + 2);
+        const long n = strtol(p + 2, NULL, 10); /* "pp512": the prompt length */
         const char *next = strstr(p, "\"test\": \""), *mean = strstr(p, "\"mean\": ");
         if (!mean || (next && mean > next))
             continue;

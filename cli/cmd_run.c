@@ -190,7 +190,9 @@ static bool add_message(conversation *cv, const char *role, const char *content,
         return false;
     memcpy(copy, content, len);
     copy[len] = '\0';
-    cv->msgs[cv->n++] = (brasa_chat_message){ role, copy };
+    cv->msgs[cv->n].role = role;
+    cv->msgs[cv->n].content = copy; /* the conversation owns it now: clear_messages frees it */
+    cv->n++;
     return true;
 }
 
@@ -200,7 +202,7 @@ static void clear_messages(conversation *cv, size_t keep) {
 }
 
 static bool remember_token(conversation *cv, brasa_token t) {
-    if (cv->n_in_ctx == cv->cap_in_ctx) {
+    if (cv->n_in_ctx == cv->cap_in_ctx || !cv->in_ctx) {
         size_t cap = cv->cap_in_ctx ? cv->cap_in_ctx * 2 : 256;
         brasa_token *p = realloc(cv->in_ctx, cap * sizeof *p);
         if (!p)

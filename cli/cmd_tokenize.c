@@ -116,6 +116,8 @@ int cmd_tokenize(int argc, char **argv) {
         tokens = malloc(n * sizeof *tokens);
         st = tokens ? brasa_tokenize(m, input, len, flags, tokens, n, &n, &err) : BRASA_ERR_NO_MEMORY;
     }
+    if (st == BRASA_OK && !tokens)
+        n = 0; /* only an empty text needs no buffer */
     int rc = CLI_OK;
     if (st != BRASA_OK) {
         rc = cli_fail("%s: %s", model_path, st == BRASA_ERR_NO_MEMORY ? "out of memory" : err.message);

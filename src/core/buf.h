@@ -18,7 +18,7 @@ static inline bool buf_reserve(buf *b, size_t extra) {
     if (extra > SIZE_MAX - b->len)
         return false;
     size_t need = b->len + extra;
-    if (need <= b->cap)
+    if (need <= b->cap && b->data)
         return true;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)

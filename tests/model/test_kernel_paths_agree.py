@@ -2,7 +2,7 @@
 """Every CPU kernel path gives the same model output, in both activation modes: for each path this
 machine runs (forced with BRASA_CPU_KERNELS) and thread counts 1 and 2, the logits of a real prompt
 stay within 1e-4 of the logit range of the scalar path's, and 32 greedy tokens are identical to
-the scalar path's.
+the scalar path's (--greedy sets how many).
 
 Float activations (BRASA_CPU_ACTIVATIONS=f32) are what the NumPy reference is compared with. The
 default 8-bit activations are checked here with the prompt run both as one batch (the prefill
@@ -45,9 +45,12 @@ CHECKS = Checks("paths")
 expect = CHECKS.expect
 
 
+GREEDY = [32]  # greedy tokens per run (--greedy)
+
+
 def run(tool, model, ids, path, threads, out, activations, batch=64):
     env = dict(os.environ, BRASA_CPU_KERNELS=path, BRASA_CPU_ACTIVATIONS=activations)
-    r = subprocess.run([tool, model, "--out", out, "--tokens", " ".join(map(str, ids)), "--greedy", "32",
+    r = subprocess.run([tool, model, "--out", out, "--tokens", " ".join(map(str, ids)), "--greedy", str(GREEDY[0]),
                         "--threads", str(threads), "--batch", str(batch)], capture_output=True, text=True, env=env,
                        timeout=900)
     if r.returncode != 0:
@@ -66,7 +69,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--logits-dump", required=True)
     ap.add_argument("--model", action="append", required=True)
+    ap.add_argument("--greedy", type=int, default=32, help="greedy tokens compared per run")
     a = ap.parse_args()
+    GREEDY[0] = a.greedy
     if any(not os.path.exists(m) for m in a.model):
         print("skipped: model file(s) missing (run scripts/fetch_models.py)")
         return 77

@@ -25,6 +25,7 @@ def main():
     ap.add_argument("--brasa", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--screenshot", required=True)
+    ap.add_argument("--ctx", type=int, default=1024, help="context per slot (a small one ends a rambling answer sooner)")
     args = ap.parse_args()
     browser = shutil.which("chromium")
     driver_path = shutil.which("chromedriver")
@@ -36,7 +37,7 @@ def main():
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.chrome.service import Service
 
-    srv = Server(args.brasa, args.model, "--parallel", "2", "--ctx", "1024")
+    srv = Server(args.brasa, args.model, "--parallel", "2", "--ctx", str(args.ctx))
     if not expect("server starts", srv.port is not None, srv.stderr()):
         return CHECKS.finish()
     opts = webdriver.ChromeOptions()

@@ -434,7 +434,10 @@ AVX2 static inline __m256i nibbles32_bcast(const uint8_t *qs) {
  * the format has one, stored right after it) and the activations' (d, s = d * sum of codes):
  * lane 0 = d_w * d_x scales the integer dot, lane 1 = d_w * s_x (formats with an offset) or
  * m_w * s_x (formats with a minimum) is the block's constant term. One conversion, one multiply. */
-AVX2 static inline __m128 block_factors(const uint16_t *dm, bool has_min, const act_q8_32 *x) {
+AVX2 static inline __m128 block_factors(const void *block, bool has_min, const act_q8_32 *x) {
+    /* the block's first bytes: d, then m where the format has one (read as bytes: they are two fields) */
+    uint16_t dm[2];
+    memcpy(dm, block, has_min ? 4 : 2);
     const uint32_t bits = has_min ? (uint32_t)dm[0] | (uint32_t)dm[1] << 16 : (uint32_t)dm[0] * 0x10001u;
     const __m128 w = _mm_cvtph_ps(_mm_cvtsi32_si128((int)bits));
     return _mm_mul_ps(w, _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)&x->d)));
@@ -463,6 +466,10 @@ AVX2 static inline __m256i codes_q5_1(const void *blk) {
 /* One block's contribution: acc += (d_w d_x) * dot, con += the constant term (lane 1). Two
  * interleaved accumulator pairs per row (even and odd blocks) so the additions do not wait on each
  * other. */
+static_assert(offsetof(block_q4_1, m) == 2 && offsetof(block_q5_1, m) == 2, "minimum right after the scale");
+static_assert(offsetof(block_q4_0, d) == 0 && offsetof(block_q5_0, d) == 0 && offsetof(block_q8_0, d) == 0,
+              "scale first");
+
 #define Q8_32_KERNEL(name, block_t, codes, has_min, offset)                                                     \
     AVX2 static float name(const void *row, const void *xq, int64_t n) {                                      \
         const block_t *w = row;                                                                                 \
@@ -473,7 +480,7 @@ AVX2 static inline __m256i codes_q5_1(const void *blk) {
         for (int64_t b = 0; b < nb; b += 2) {                                                                   \
             _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);                                  \
             for (int e = 0; e < 2 && b + e < nb; e++) {                                                          \
-                const __m128 f = block_factors(&w[b + e].d, has_min, &x[b + e]);                                 \
+                const __m128 f = block_factors(&w[b + e], has_min, &x[b + e]);                                 \
                 const __m256i p = dot_u8s8(codes(&w[b + e]), _mm256_loadu_si256((const __m256i *)x[b + e].q)); \
                 acc[e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[e]);                         \
                 con[e] = _mm_add_ps(con[e], f);                                                                 \
@@ -498,7 +505,7 @@ AVX2 static inline __m256i codes_q5_1(const void *blk) {
             for (int e = 0; e < 2 && b + e < nb; e++) {                                                          \
                 const __m256i u = codes(&w[b + e]);                                                            \
                 for (int t = 0; t < 4; t++) {                                                                   \
-                    const __m128 f = block_factors(&w[b + e].d, has_min, &x[t][b + e]);                          \
+                    const __m128 f = block_factors(&w[b + e], has_min, &x[t][b + e]);                          \
                     const __m256i p = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b + e].q));          \
                     acc[t][e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[t][e]);                \
                     con[t][e] = _mm_add_ps(con[t][e], f);                                                       \
@@ -531,7 +538,7 @@ AVX2 static float q8_q8_0(const void *row, const void *xq, int64_t n) {
     for (int64_t b = 0; b < nb; b += 2) {
         _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);
         for (int e = 0; e < 2 && b + e < nb; e++) {
-            const __m128 f = block_factors(&w[b + e].d, false, &x[b + e]);
+            const __m128 f = block_factors(&w[b + e], false, &x[b + e]);
             const __m256i p = q8_0_dot(&w[b + e], _mm256_loadu_si256((const __m256i *)x[b + e].q));
             acc[e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[e]);
         }
@@ -674,7 +681,7 @@ AVX2 static void q8x4_q8_0(const void *row, const void *xq, size_t xs, int64_t n
             const __m256i qw = _mm256_loadu_si256((const __m256i *)w[b + e].qs);
             const __m256i aw = _mm256_sign_epi8(qw, qw);
             for (int t = 0; t < X4; t++) {
-                const __m128 f = block_factors(&w[b + e].d, false, &x[t][b + e]);
+                const __m128 f = block_factors(&w[b + e], false, &x[t][b + e]);
                 const __m256i qx = _mm256_loadu_si256((const __m256i *)x[t][b + e].q);
                 const __m256i p = dot_u8s8(aw, _mm256_sign_epi8(qx, qw));
                 acc[t][e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[t][e]);
