@@ -3,13 +3,17 @@
 # regression inputs (the repository is never written), and fails when any run leaves a crash, leak,
 # timeout or out-of-memory artifact, printing where it is and, when small, its base64.
 #   scripts/fuzz.sh BUILD_DIR SECONDS
-# BUILD_DIR is configured with clang and -DBRASA_FUZZ=ON (see tests/fuzz/CMakeLists.txt). The
-# tokenizer and chat targets run once per model (SmolLM2: byte-level BPE, Gemma 3: SentencePiece),
+# BUILD_DIR is configured with clang and -DBRASA_FUZZ=ON (see tests/fuzz/CMakeLists.txt). Each
+# target gets SECONDS: the tokenizer and chat targets split theirs between two runs, one per model
+# (SmolLM2: byte-level BPE, Gemma 3: SentencePiece),
 # taken from the cache scripts/fetch_models.py fills ($BRASA_MODEL_CACHE, ~/.cache/brasa/models...); a
 # missing model is reported and skipped. A found crash is fixed and its input kept in tests/fuzz/regressions/.
 set -euo pipefail
 build="${1:?usage: fuzz.sh BUILD_DIR SECONDS}"
 seconds="${2:?usage: fuzz.sh BUILD_DIR SECONDS}"
+case "$seconds" in
+  '' | *[!0-9]* | 0) echo "fuzz.sh: SECONDS must be a whole number above 0, not '$seconds'" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 repo="$PWD"
 bin="$build/tests/fuzz"
@@ -30,11 +34,11 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/brasa-fuzz.XXXXXX")"
 failed=0
 ran=0
 
-# fuzz_run NAME TARGET [MODEL]: one bounded run; sets failed=1 when it leaves an artifact. Inputs
+# fuzz_run NAME TARGET SECONDS [MODEL]: one bounded run; sets failed=1 when it leaves an artifact. Inputs
 # stay as long as the seeds need (GGUF files up to 64 KB, text and bodies 4 KB): libFuzzer
 # would otherwise grow every input to the longest seed, and speed goes with length.
 fuzz_run() {
-  local name="$1" target="$2" model="${3:-}"
+  local name="$1" target="$2" limit="$3" model="${4:-}"
   local max_len=4096
   [ "$target" = gguf ] && max_len=65536
   local exe="$bin/fuzz_$target" dir="$work/$name"
@@ -51,7 +55,7 @@ fuzz_run() {
   # libFuzzer reports its findings with exit status 77 unless told otherwise, and 77 is what the
   # targets return when their model is missing: findings get their own codes.
   local rc=0
-  BRASA_FUZZ_MODEL="$model" "$exe" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=30 -max_len="$max_len" \
+  BRASA_FUZZ_MODEL="$model" "$exe" -max_total_time="$limit" -rss_limit_mb=4096 -timeout=30 -max_len="$max_len" \
     -error_exitcode=99 -timeout_exitcode=98 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
     "$dir/corpus" >"$dir/log" 2>&1 || rc=$?
   if [ "$rc" -eq 77 ]; then
@@ -94,10 +98,11 @@ for target in gguf tokenizer chat json_body; do
   fi
   case "$target" in
     tokenizer | chat)
-      fuzz_run "$target/smollm2" "$target" "$models/SmolLM2-135M-Instruct.Q4_1.gguf"
-      fuzz_run "$target/gemma3" "$target" "$models/gemma-3-270m-q4_k_m.gguf"
+      half=$(((seconds + 1) / 2))
+      fuzz_run "$target/smollm2" "$target" "$half" "$models/SmolLM2-135M-Instruct.Q4_1.gguf"
+      fuzz_run "$target/gemma3" "$target" "$half" "$models/gemma-3-270m-q4_k_m.gguf"
       ;;
-    *) fuzz_run "$target" "$target" ;;
+    *) fuzz_run "$target" "$target" "$seconds" ;;
   esac
 done
 
@@ -106,4 +111,4 @@ if [ "$failed" -ne 0 ]; then
   exit 1
 fi
 rm -rf "$work"
-echo "fuzzing passed: $ran runs of ${seconds}s, no crash, leak or timeout"
+echo "fuzzing passed: $ran runs (${seconds}s per target), no crash, leak or timeout"

@@ -40,7 +40,8 @@ def softmax(x):
     return np.exp(log_softmax(x))
 PROMPT = "The history of the ocean is long, and the first sailors who crossed it"
 # long enough that single-token attention splits its keys (more than 4 tiles of 64 per thread)
-LONG_PROMPT = " ".join(f"Line {i}: the tide came in at {i % 12 + 1} o'clock and went out again." for i in range(48))
+def long_prompt(lines):
+    return " ".join(f"Line {i}: the tide came in at {i % 12 + 1} o'clock and went out again." for i in range(lines))
 CHECKS = Checks("paths")
 expect = CHECKS.expect
 
@@ -70,8 +71,17 @@ def main():
     ap.add_argument("--logits-dump", required=True)
     ap.add_argument("--model", action="append", required=True)
     ap.add_argument("--greedy", type=int, default=32, help="greedy tokens compared per run")
+    ap.add_argument("--threads", default="1,2", help="thread counts each path runs with (comma-separated)")
+    ap.add_argument("--long-lines", type=int, default=48,
+                    help="lines of the long-cache prompt (about 17 tokens each; splitting starts at 512 keys)")
     a = ap.parse_args()
     GREEDY[0] = a.greedy
+    try:
+        thread_counts = [int(t) for t in a.threads.split(",")]
+    except ValueError:
+        ap.error(f"--threads: not a comma-separated list of counts: {a.threads!r}")
+    if not thread_counts or min(thread_counts) < 1 or a.long_lines < 1:
+        ap.error("--threads needs counts of at least 1, --long-lines at least 1")
     if any(not os.path.exists(m) for m in a.model):
         print("skipped: model file(s) missing (run scripts/fetch_models.py)")
         return 77
@@ -81,14 +91,14 @@ def main():
             name = os.path.basename(model)
             ids = ref_tokenizer.load(model).encode(PROMPT, parse_special=False)
             for act in ("f32", "q8"):
-                # float: every path and thread count against scalar x1. 8-bit: every run against
-                # the same path's own x1 run in the same mode (batch or token by token: threads
-                # never change a result), and the rest against scalar's batch by distribution only:
-                # the batch kernels may add in another order than the one-token ones (AVX2's
-                # eight-row Q4_K kernel does), and a float-order difference of 1e-7 can move an
-                # activation across a rounding boundary, which later layers carry.
+                # float: every path and thread count against scalar's first run. 8-bit: every run
+                # against the same path's own first run in the same mode (batch or token by token:
+                # threads never change a result), and the rest against scalar's batch by
+                # distribution only: the batch kernels may add in another order than the one-token
+                # ones (AVX2's eight-row Q4_K kernel does), and a float-order difference of 1e-7 can
+                # move an activation across a rounding boundary, which later layers carry.
                 ref = {}
-                for path, threads, batch in [(p, t, b) for p in ("scalar", "avx2", "avx512vnni") for t in (1, 2) for b in (64, 1)
+                for path, threads, batch in [(p, t, b) for p in ("scalar", "avx2", "avx512vnni") for t in thread_counts for b in (64, 1)
                                              if act == "q8" or b == 64]:
                     got, greedy, err = run(a.logits_dump, model, ids, path, threads, out, act, batch)
                     if got is None and "lacks" in err:
@@ -113,7 +123,7 @@ def main():
                         continue
                     base, base_greedy, span = ref[key]
                     rel = float(np.abs(got - base).max()) / span
-                    against = "scalar x1" if act == "f32" else f"{key} x1"
+                    against = f"scalar x{thread_counts[0]}" if act == "f32" else f"{key} x{thread_counts[0]}"
                     expect(f"{what} logits within {TOLERANCE:g} of {against}", rel <= TOLERANCE, f"max diff {rel:.3g} of range")
                     expect(f"{what} greedy tokens equal {against}'s", greedy == base_greedy, f"{greedy} vs {base_greedy}")
                     print(f"     {what}: max diff {rel:.2g} of the logit range")
@@ -128,7 +138,7 @@ def main():
         # the threads and merges the parts; it must agree with the batch, which does not split
         model = a.model[0]
         name = os.path.basename(model)
-        ids = ref_tokenizer.load(model).encode(LONG_PROMPT, parse_special=False)
+        ids = ref_tokenizer.load(model).encode(long_prompt(a.long_lines), parse_special=False)
         whole, _, err = run(a.logits_dump, model, ids, "avx2" if avx2_ok(a, model, out) else "scalar", 2, out, "f32", 512)
         split, _, err2 = run(a.logits_dump, model, ids, "avx2" if avx2_ok(a, model, out) else "scalar", 2, out, "f32", 1)
         if whole is None or split is None:
