@@ -6,6 +6,7 @@ set(BRASA_LIB_SOURCES
   src/core/pool.c
   src/backend/backend.c
   src/backend/cpu/cpu.c
+  src/backend/cpu/kept.c
   src/backend/cpu/kernels_scalar.c
   src/backend/cpu/kernels_avx2.c
   src/backend/cpu/kernels_avx512.c
@@ -48,7 +49,7 @@ set(BRASA_LIB_SOURCES
 if(WIN32)
   list(APPEND BRASA_LIB_SOURCES src/platform/win32.c)
 else()
-  list(APPEND BRASA_LIB_SOURCES src/platform/posix.c)
+  list(APPEND BRASA_LIB_SOURCES src/platform/posix.c src/platform/posix_pages.c)
 endif()
 
 set(BRASA_CLI_SOURCES

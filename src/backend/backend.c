@@ -8,7 +8,7 @@
 #include "quant/quant.h"
 
 bk_tensor bk_view(bk_device *dev, uint32_t type, int64_t ne0, int64_t ne1, void *data) {
-    bk_tensor t = { type, ne0, ne1, 0, data, dev };
+    bk_tensor t = { type, ne0, ne1, 0, data, dev, false };
     uint64_t bytes = 0;
     quant_row_bytes(type, ne0, &bytes);
     t.row_bytes = (size_t)bytes;

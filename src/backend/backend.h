@@ -25,6 +25,8 @@ typedef struct bk_tensor {
     size_t row_bytes;
     void *data;      /* device memory (for the CPU, a plain pointer, possibly into a mapped file) */
     bk_device *dev;  /* where the memory is; NULL for host memory */
+    bool constant;   /* never written while any device lives (model weights): a device may keep
+                      * its own copy in another layout, found again by the address */
 } bk_tensor;
 
 typedef enum bk_rope_mode {

@@ -167,6 +167,16 @@ static void apply_penalties(brasa_sampler *s, int32_t n_vocab) {
 brasa_token brasa_sampler_sample(brasa_sampler *s, const float *logits, int32_t n_vocab) {
     if (!s || !logits || n_vocab <= 0)
         return BRASA_TOKEN_NONE;
+    const brasa_sampler_params *p = &s->p;
+    if (p->temperature <= 0.0f && (s->n_recent == 0 || (p->repeat_penalty == 1.0f && p->presence_penalty == 0.0f &&
+                                                        p->frequency_penalty == 0.0f))) {
+        /* greedy without penalties: the first largest logit, as below, without copying them all */
+        int32_t best = 0;
+        for (int32_t i = 1; i < n_vocab; i++)
+            if (logits[i] > logits[best])
+                best = i;
+        return best;
+    }
     if (s->cap < n_vocab) {
         candidate *c = realloc(s->cand, (size_t)n_vocab * sizeof *c);
         if (!c)
@@ -178,7 +188,6 @@ brasa_token brasa_sampler_sample(brasa_sampler *s, const float *logits, int32_t 
     for (int32_t i = 0; i < n_vocab; i++)
         c[i] = (candidate){ i, logits[i], 0.0 };
     apply_penalties(s, n_vocab);
-    const brasa_sampler_params *p = &s->p;
     if (p->temperature <= 0.0f) {
         int32_t best = 0;
         for (int32_t i = 1; i < n_vocab; i++)

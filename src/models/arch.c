@@ -135,6 +135,7 @@ brasa_status arch_bind(const gguf_file *f, bk_tensor *t, arch_need need, int64_t
     if (ne1 == 1 && g->type != QUANT_F32)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "tensor '%s' is %s; brasa needs f32 for norms and biases", name, q->name);
     *t = bk_view(NULL, g->type, ne0, ne1, (void *)g->data);
+    t->constant = true; /* the mapped file is read-only */
     return BRASA_OK;
 }
 

@@ -113,6 +113,12 @@ void plat_socket_close(int fd);
 /* Sleeps for about `seconds`. */
 void plat_sleep(double seconds);
 
+/* A hint that the pages of [p, p + n) will not be read for a long while: the system may drop them
+ * from this process's resident memory (the mapped model file's pages, once the CPU backend keeps
+ * its own copy of a weight). The data stays valid and is read back on the next access; a no-op
+ * where the system has no such hint. Only whole pages inside the range are touched. */
+void plat_pages_release(const void *p, size_t n);
+
 /* The peak resident memory of this process in bytes (0 when unknown). */
 uint64_t plat_peak_rss_bytes(void);
 

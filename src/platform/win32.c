@@ -457,6 +457,19 @@ double plat_time_seconds(void) {
     return (double)c.QuadPart / (double)f.QuadPart;
 }
 
+void plat_pages_release(const void *p, size_t n) {
+    /* unlocking pages that are not locked takes them out of the working set (documented for
+     * VirtualUnlock), without discarding them: the view of the file reads them back when touched */
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    const uintptr_t page = si.dwPageSize ? si.dwPageSize : 4096;
+    if (!p)
+        return;
+    const uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
+    if (hi > lo)
+        (void)VirtualUnlock((void *)lo, hi - lo);
+}
+
 uint64_t plat_peak_rss_bytes(void) {
     PROCESS_MEMORY_COUNTERS pmc;
     if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc))

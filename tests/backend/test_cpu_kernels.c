@@ -11,18 +11,7 @@
 #include "core/f16.h"
 #include "quant/quant.h"
 
-static uint64_t rng_state = 0x1234567887654321ull;
-
-static uint32_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float rnd_unit(void) {
-    return (float)(rnd() % 2000001) / 1000000.0f - 1.0f;
-}
+#include "test_rng.h"
 
 /* Random blocks with finite, moderate half-float scales at the type's scale offsets. */
 static void fill_row(uint32_t type, uint8_t *row, int64_t n) {
@@ -408,6 +397,80 @@ int main(void) {
             failed++;
         free(rows8);
         free(a8);
+    }
+    /* attention's run kernels: bit for bit the one-row kernels in a loop, for head sizes that fit
+     * the registers and ones that do not */
+    for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+        if (!all[p] || !all_ok[p] || !all[p]->dot_rows_f32 || !all[p]->axpy_rows_f32)
+            continue;
+        const int64_t sizes[] = { 64, 80, 128, 136, 7, 256 };
+        int differ = 0;
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            const int64_t hd = sizes[si];
+            const size_t xs = (size_t)hd * 3 + 5;
+            float *rows = malloc(37 * xs * sizeof *rows), q[256], a[37], d1[37], d2[37], y1[256], y2[256];
+            for (size_t i = 0; i < 37 * xs; i++)
+                rows[i] = rnd_unit();
+            for (int64_t i = 0; i < hd; i++)
+                q[i] = y1[i] = y2[i] = rnd_unit();
+            for (int r = 0; r < 37; r++)
+                a[r] = rnd_unit();
+            all[p]->dot_rows_f32(q, rows, xs, 37, hd, d1);
+            all[p]->axpy_rows_f32(y1, a, rows, xs, 37, hd);
+            for (int r = 0; r < 37; r++) {
+                d2[r] = all[p]->dot_f32(q, rows + (size_t)r * xs, hd);
+                all[p]->axpy_f32(y2, a[r], rows + (size_t)r * xs, hd);
+            }
+            differ += memcmp(d1, d2, sizeof d1) != 0 || memcmp(y1, y2, (size_t)hd * sizeof *y1) != 0;
+            free(rows);
+        }
+        if (differ) {
+            failed++;
+            printf("FAIL %s attention runs: %d sizes differ from the one-row kernels\n", all[p]->name, differ);
+        } else {
+            passed++;
+        }
+    }
+    /* a kept layout serves every product, one token or many: each token's result must not depend
+     * on how many tokens share the call (sequences decoded together get what each gets alone) */
+    for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+        if (!all[p] || !all_ok[p])
+            continue;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const uint32_t type = types[ti];
+            if (!all[p]->x8_keep[type])
+                continue;
+            const quant_traits *t = quant_get(type);
+            const int64_t k8 = 3 * 256;
+            const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size, xs = (size_t)(k8 / 32) * sizeof(act_q8_32);
+            uint8_t *rows8 = malloc(8 * rb), *packed = malloc(all[p]->x8_bytes[type](k8));
+            char *a8 = malloc(9 * xs);
+            for (int r = 0; r < 8; r++)
+                fill_row(type, rows8 + r * rb, k8);
+            for (int tok = 0; tok < 9; tok++) {
+                for (int64_t i = 0; i < k8; i++)
+                    x[i] = rnd_unit() * (i == 29 * tok ? 100.0f : 1.0f);
+                cpu_quantize_q8_32(x, (act_q8_32 *)(a8 + tok * xs), k8);
+            }
+            all[p]->x8_repack[type](rows8, rb, k8, packed);
+            float all9[9 * 8], part[9 * 8];
+            all[p]->x8_gemm[type](packed, k8, a8, xs, 9, all9, 8);
+            int differ = 0;
+            for (int n_tok = 1; n_tok <= 9; n_tok++)
+                for (int first = 0; first + n_tok <= 9; first += n_tok) {
+                    all[p]->x8_gemm[type](packed, k8, a8 + first * xs, xs, n_tok, part, 8);
+                    differ += memcmp(part, all9 + first * 8, (size_t)n_tok * 8 * sizeof(float)) != 0;
+                }
+            if (differ) {
+                failed++;
+                printf("FAIL %s kept %s: %d calls differ from one call of nine tokens\n", all[p]->name, t->name, differ);
+            } else {
+                passed++;
+            }
+            free(rows8);
+            free(packed);
+            free(a8);
+        }
     }
     /* the VNNI path is the AVX2 kernels with fused byte products: bit for bit the same results, for
      * one token, four, and eight rows at a time where AVX2 has an eight-row kernel (Q6_K's is

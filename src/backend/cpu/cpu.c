@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/kept.h"
 #include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/pool.h"
@@ -31,6 +32,7 @@ typedef struct cpu_impl {
     char name[32];        /* the path and activation type, "avx2+q8" */
     float *attn;          /* partial attention results when a token's keys are split */
     size_t attn_cap;
+    cpu_kept *kept;       /* weights in the path's eight-row layout, for every product */
 } cpu_impl;
 
 struct bk_buffer {
@@ -124,6 +126,7 @@ typedef struct matmul_item {
     const char *act;      /* this product's 8-bit activations, NULL when it uses the floats */
     size_t act_offset;    /* where they start in cpu_impl.act */
     size_t act_row_bytes; /* bytes of one token's quantized activations, 0 for none */
+    const char *kept;     /* w's rows in groups of eight (kept.h), NULL when it has none */
     int64_t chunk0;       /* the job's first chunk index belonging to this product */
 } matmul_item;
 
@@ -146,7 +149,8 @@ typedef struct matmul_job {
 #define MATMUL_REUSE_MIN_TOKENS (BK_BATCH_EXACT_MAX + 1)
 
 /* 8-bit activations: four tokens per weight row from this many (bit-identical to one at a time),
- * eight interleaved rows from the next threshold (not bit-identical, so above BK_BATCH_EXACT_MAX). */
+ * eight rows laid out per batch from the next threshold (not bit-identical, so above
+ * BK_BATCH_EXACT_MAX). Weights the device keeps laid out use that layout for any count. */
 #define MATMUL_X4_MIN_TOKENS 4
 #define MATMUL_X8_MIN_TOKENS (BK_BATCH_EXACT_MAX + 1)
 
@@ -175,14 +179,25 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
     float *yd = y->data;
     const size_t ys = y->row_bytes / sizeof(float), xs = x->row_bytes / sizeof(float);
     float (*fused)(const void *, const float *, int64_t) = k->dot_row[w->type];
-    if (it->act && x->ne1 >= MATMUL_X4_MIN_TOKENS) {
+    if (it->act && (it->kept || x->ne1 >= MATMUL_X4_MIN_TOKENS)) {
         /* prefill with 8-bit activations: four tokens per weight row, the row's codes unpacked once;
          * the chunk's rows and four tokens' activations stay in the first-level caches */
         void (*dot4)(const void *, const void *, size_t, int64_t, float *, size_t) = k->dot_q8_x4[w->type];
         float (*dot)(const void *, const void *, int64_t) = k->dot_q8[w->type];
         const size_t ab = it->act_row_bytes;
         int64_t first = lo;
-        if (k->x8_gemm[w->type] && x->ne1 >= MATMUL_X8_MIN_TOKENS) {
+        if (it->kept) {
+            /* the kept layout, for any number of tokens (chunks start at a multiple of eight) */
+            const size_t gb = k->x8_bytes[w->type](w->ne0);
+            const int64_t end = hi < 8 * (w->ne1 / 8) ? hi : 8 * (w->ne1 / 8);
+            for (int64_t t0 = 0; t0 < x->ne1; t0 += MATMUL_X8_TOKENS) {
+                const int64_t nt = x->ne1 - t0 < MATMUL_X8_TOKENS ? x->ne1 - t0 : MATMUL_X8_TOKENS;
+                for (int64_t o = lo; o < end; o += 8)
+                    k->x8_gemm[w->type](it->kept + (size_t)(o / 8) * gb, w->ne0, it->act + (size_t)t0 * ab, ab, nt,
+                                        yd + (size_t)t0 * ys + (size_t)o, ys);
+            }
+            first = end > lo ? end : lo;
+        } else if (k->x8_gemm[w->type] && x->ne1 >= MATMUL_X8_MIN_TOKENS) {
             /* groups of eight rows in the path's interleaved layout, then tokens in blocks whose
              * activations stay in cache while every group of the chunk passes over them */
             const size_t gb = k->x8_bytes[w->type](w->ne0);
@@ -196,8 +211,9 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
                     k->x8_gemm[w->type]((const char *)rows + (size_t)g * gb, w->ne0, it->act + (size_t)t0 * ab, ab, nt,
                                         yd + (size_t)t0 * ys + (size_t)(lo + 8 * g), ys);
             }
-            first = lo + 8 * n8; /* rows left over go four tokens at a time below */
+            first = lo + 8 * n8;
         }
+        /* rows left over: four tokens at a time, then one (the same bits either way) */
         int64_t t = 0;
         for (; t + 4 <= x->ne1; t += 4)
             for (int64_t o = first; o < hi; o++)
@@ -329,6 +345,7 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
         return st;
     /* 8-bit activations: at most two layouts (32- and 256-element blocks), each quantized once */
     const bool batch = x->ne1 >= MATMUL_X4_MIN_TOKENS;
+    int n_kept = 0;
     if (c->q8) {
         size_t offset[2] = { 0, 0 }, row_bytes[2] = { 0, 0 }, used = 0;
         for (int i = 0; i < n; i++) {
@@ -346,6 +363,10 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
             }
             job.items[i].act_offset = offset[kq];
             job.items[i].act_row_bytes = row_bytes[kq];
+            st = cpu_kept_find(c->kept, c->k, c->pool, outs[i].w, &job.items[i].kept, err);
+            if (st != BRASA_OK)
+                return st;
+            n_kept += job.items[i].kept != NULL;
         }
         for (int i = 0; i < n; i++) /* c->act may have moved while growing: pointers only now */
             if (job.items[i].act_row_bytes)
@@ -353,9 +374,15 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
     }
     const int64_t per = (int64_t)c->n_threads * MATMUL_CHUNKS_PER_THREAD;
     int64_t rows = (max_rows + per - 1) / per;
-    if (batch) /* the same for any thread count: which rows go eight at a time must not depend on it */
+    /* a batch's rows go eight at a time in fixed chunks, whatever the thread count; kept layouts
+     * give the same bits for any chunking, and a batch of one pass of tokens (a few sequences
+     * decoding together) does not need small chunks to reuse rows from cache, so it takes few
+     * large ones, as a single token does: thousands of tiny chunks a step cost more to hand out
+     * than to compute */
+    if (batch && !(n_kept == n && x->ne1 <= MATMUL_X8_TOKENS))
         rows = MATMUL_BATCH_CHUNK_ROWS;
-    job.chunk_rows = (rows + MATMUL_ROW_TILE - 1) / MATMUL_ROW_TILE * MATMUL_ROW_TILE;
+    const int64_t align = n_kept ? 8 : MATMUL_ROW_TILE; /* a kept layout's groups are not split */
+    job.chunk_rows = (rows + align - 1) / align * align;
     if (job.chunk_rows < MATMUL_ROW_TILE)
         job.chunk_rows = MATMUL_ROW_TILE;
     for (int i = 0; i < n; i++) {
@@ -441,23 +468,49 @@ static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, int32_t n_head, int32
     return BRASA_OK;
 }
 
-static brasa_status cpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err) {
-    (void)err;
-    for (int64_t t = 0; t < gate->ne1; t++) {
-        const float *g = (const float *)((const char *)gate->data + (size_t)t * gate->row_bytes);
-        const float *u = (const float *)((const char *)up->data + (size_t)t * up->row_bytes);
-        float *yr = (float *)((char *)y->data + (size_t)t * y->row_bytes);
-        for (int64_t i = 0; i < gate->ne0; i++) {
+typedef struct glu_job {
+    const bk_tensor *gate, *up;
+    bk_tensor *y;
+    bk_act act;
+} glu_job;
+
+/* Thread ith's share of the elements, row-major over all tokens: each value stands alone. */
+static void glu_part(void *ctx, int ith, int nth) {
+    const glu_job *j = ctx;
+    const int64_t n = j->gate->ne0;
+    int64_t lo, hi;
+    split(n * j->gate->ne1, ith, nth, &lo, &hi);
+    for (int64_t e = lo; e < hi;) {
+        const int64_t t = e / n, i0 = e % n, i1 = hi - t * n < n ? hi - t * n : n;
+        const float *g = (const float *)((const char *)j->gate->data + (size_t)t * j->gate->row_bytes);
+        const float *u = (const float *)((const char *)j->up->data + (size_t)t * j->up->row_bytes);
+        float *yr = (float *)((char *)j->y->data + (size_t)t * j->y->row_bytes);
+        for (int64_t i = i0; i < i1; i++) {
             const float v = g[i];
             float a;
-            if (act == BK_ACT_SILU) {
+            if (j->act == BK_ACT_SILU) {
                 a = v / (1.0f + expf(-v));
             } else { /* GELU, tanh approximation */
                 a = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
             }
             yr[i] = a * u[i];
         }
+        e = t * n + i1;
     }
+}
+
+/* Elements of one activation per thread from this many: below, a synchronization costs more than
+ * the exponentials it shares out. */
+#define GLU_PARALLEL_MIN 1024
+
+static brasa_status cpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err) {
+    (void)err;
+    cpu_impl *c = dev->impl;
+    glu_job job = { gate, up, y, act };
+    if (gate->ne0 * gate->ne1 >= GLU_PARALLEL_MIN)
+        pool_run(c->pool, glu_part, &job);
+    else
+        glu_part(&job, 0, 1);
     return BRASA_OK;
 }
 
@@ -485,6 +538,25 @@ typedef struct attn_job {
 /* Query heads one item handles together at most; larger groups go one head at a time. */
 #define ATTN_GROUP_MAX 16
 
+/* The path's run kernels, or the one-row ones in a loop (the same bits either way). */
+static void rows_dot(const cpu_kernels *k, const float *q, const float *x, size_t xs, int n, int64_t n_el, float *out) {
+    if (k->dot_rows_f32) {
+        k->dot_rows_f32(q, x, xs, n, n_el, out);
+        return;
+    }
+    for (int r = 0; r < n; r++)
+        out[r] = k->dot_f32(q, x + (size_t)r * xs, n_el);
+}
+
+static void rows_axpy(const cpu_kernels *k, float *y, const float *a, const float *x, size_t xs, int n, int64_t n_el) {
+    if (k->axpy_rows_f32) {
+        k->axpy_rows_f32(y, a, x, xs, n, n_el);
+        return;
+    }
+    for (int r = 0; r < n; r++)
+        k->axpy_f32(y, a[r], x + (size_t)r * xs, n_el);
+}
+
 /* Attention of query heads h0 .. h0 + nh - 1 of token t, which share KV head hk, over the keys
  * [first, last]: one pass in tiles with a running maximum and sum per head (the softmax never
  * needs all scores at once, and exp never sees a positive argument), each key and value row read
@@ -504,16 +576,22 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
     for (int64_t s0 = first; s0 <= last; s0 += ATTN_TILE) {
         const int n = (int)(last + 1 - s0 < ATTN_TILE ? last + 1 - s0 : ATTN_TILE);
         const int64_t r0 = s0 % j->k->ne1; /* a ring cache holds position p at row p mod rows */
-        for (int i = 0; i < n; i++) {
-            const int64_t r = r0 + i < j->k->ne1 ? r0 + i : r0 + i - j->k->ne1;
+        /* the tile's rows in at most two runs: up to the ring's end, then from its start */
+        const int run0 = (int)(j->k->ne1 - r0 < n ? j->k->ne1 - r0 : n);
+        for (int part = 0, i0 = 0; part < 2 && i0 < n; part++, i0 += run0) {
+            const int len = part ? n - run0 : run0;
+            const int64_t r = part ? 0 : r0;
             const float *k = (const float *)((const char *)j->k->data + (size_t)r * j->k->row_bytes) + (size_t)hk * (size_t)hd;
-            for (int g = 0; g < nh; g++) {
-                float v = j->c->k->dot_f32(q[g], k, hd) * p->scale;
+            for (int g = 0; g < nh; g++)
+                rows_dot(j->c->k, q[g], k, j->k->row_bytes / sizeof(float), len, hd, scores + g * ATTN_TILE + i0);
+        }
+        for (int g = 0; g < nh; g++)
+            for (int i = 0; i < n; i++) {
+                float v = scores[g * ATTN_TILE + i] * p->scale;
                 if (p->softcap > 0)
                     v = p->softcap * tanhf(v / p->softcap);
                 scores[g * ATTN_TILE + i] = v;
             }
-        }
         for (int g = 0; g < nh; g++) {
             float *sc = scores + g * ATTN_TILE, m = max[g];
             for (int i = 0; i < n; i++)
@@ -531,11 +609,13 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
                 for (int d = 0; d < hd; d++)
                     acc[g * hd + d] *= keep;
         }
-        for (int i = 0; i < n; i++) {
-            const int64_t r = r0 + i < j->v->ne1 ? r0 + i : r0 + i - j->v->ne1;
+        for (int part = 0, i0 = 0; part < 2 && i0 < n; part++, i0 += run0) {
+            const int len = part ? n - run0 : run0;
+            const int64_t r = part ? 0 : r0;
             const float *v = (const float *)((const char *)j->v->data + (size_t)r * j->v->row_bytes) + (size_t)hk * (size_t)hd;
             for (int g = 0; g < nh; g++)
-                j->c->k->axpy_f32(acc + (size_t)g * (size_t)hd, scores[g * ATTN_TILE + i], v, hd);
+                rows_axpy(j->c->k, acc + (size_t)g * (size_t)hd, scores + g * ATTN_TILE + i0, v,
+                          j->v->row_bytes / sizeof(float), len, hd);
         }
     }
 }
@@ -708,6 +788,8 @@ brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err) {
         snprintf(c->name, sizeof c->name, "%s%s", c->k->name, c->q8 ? "+q8" : "");
     if (st == BRASA_OK)
         st = pool_create(n_threads, &c->pool, err);
+    if (st == BRASA_OK)
+        st = cpu_kept_create(&c->kept, err);
     if (st == BRASA_OK) {
         c->n_threads = n_threads;
         c->scratch = calloc((size_t)n_threads, sizeof *c->scratch);
@@ -733,6 +815,7 @@ void bk_cpu_free(bk_device *dev) {
         free(c->scratch);
         free(c->act);
         free(c->attn);
+        cpu_kept_free(c->kept);
         free(c);
     }
     free(dev);

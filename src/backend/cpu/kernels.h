@@ -48,6 +48,11 @@ typedef struct cpu_kernels {
     float (*dot_f32)(const float *a, const float *b, int64_t n);
     /* y[i] += a * x[i] (attention's weighted sum of values) */
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
+    /* Attention over a run of n cache rows (xs floats apart), bit for bit the one-row kernels in a
+     * loop, without a call per row and with q or y held in registers: out[r] = dot_f32(q, x + r * xs,
+     * n_el); and y += a[r] * (x + r * xs) for r = 0 .. n - 1 in that order. NULL: the loop. */
+    void (*dot_rows_f32)(const float *q, const float *x, size_t xs, int n, int64_t n_el, float *out);
+    void (*axpy_rows_f32)(float *y, const float *a, const float *x, size_t xs, int n, int64_t n_el);
     /* the activation quantizers above, bit for bit; never NULL */
     void (*quantize_q8_32)(const float *x, act_q8_32 *out, int64_t n);
     void (*quantize_q8_256)(const float *x, act_q8_256 *out, int64_t n);
@@ -74,6 +79,11 @@ typedef struct cpu_kernels {
     size_t (*x8_bytes[QUANT_TYPE_COUNT])(int64_t k);
     void (*x8_repack[QUANT_TYPE_COUNT])(const void *rows, size_t row_bytes, int64_t k, void *packed);
     void (*x8_gemm[QUANT_TYPE_COUNT])(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys);
+    /* Where true, the eight-row layout is no larger than the rows and x8_gemm gives each token the
+     * same bits whatever n_tok is: the backend builds the layout once per weight tensor, keeps it
+     * (in place of the file's pages) and uses it for every product, one token or a prompt, so a
+     * sequence decoded beside others gets exactly what it gets alone. */
+    bool x8_keep[QUANT_TYPE_COUNT];
 } cpu_kernels;
 
 /* A four-token product (dot_q8_x4) made of four one-token ones, for formats or paths without a

@@ -60,6 +60,33 @@ AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n) {
         y[i] += a * x[i];
 }
 
+AVX2 static void dot_rows_f32(const float *q, const float *x, size_t xs, int n, int64_t n_el, float *out) {
+    for (int r = 0; r < n; r++)
+        out[r] = dot_f32(q, x + (size_t)r * xs, n_el);
+}
+
+/* Rows of up to 128 values keep y in registers for the whole run; each element sees the same
+ * fused multiply-adds in the same order as axpy_f32 row by row. */
+AVX2 static void axpy_rows_f32(float *y, const float *a, const float *x, size_t xs, int n, int64_t n_el) {
+    if (n_el % 8 != 0 || n_el > 128) {
+        for (int r = 0; r < n; r++)
+            axpy_f32(y, a[r], x + (size_t)r * xs, n_el);
+        return;
+    }
+    const int nv = (int)(n_el / 8);
+    __m256 acc[16];
+    for (int v = 0; v < nv; v++)
+        acc[v] = _mm256_loadu_ps(y + 8 * v);
+    for (int r = 0; r < n; r++) {
+        const __m256 av = _mm256_set1_ps(a[r]);
+        const float *xr = x + (size_t)r * xs;
+        for (int v = 0; v < nv; v++)
+            acc[v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(xr + 8 * v), acc[v]);
+    }
+    for (int v = 0; v < nv; v++)
+        _mm256_storeu_ps(y + 8 * v, acc[v]);
+}
+
 /* The low 8 signed bytes of v as 8 floats. */
 AVX2 static inline __m256 i8x8_ps(__m128i v) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
@@ -921,10 +948,10 @@ AVX2 static void x8_gemm_q4_K(const void *packed, int64_t k, const void *xq, siz
 }
 #endif
 
-/* The same for the 32-value formats with 4- and 5-bit codes: each block's eight groups of four
- * codes per row, the row's scale, and the row's constant term per unit of the activations' d * sum
- * (-8 d for Q4_0, -16 d for Q5_0, the minimum for Q4_1 and Q5_1). Sums stay in 16 bits for four
- * groups of 5-bit codes (4 * 2 * 31 * 127) and all eight of 4-bit ones. */
+/* The same for the 32-value formats with 5-bit codes, unpacked to bytes (so larger than the rows:
+ * built per batch, for prefill only): each block's eight groups of four codes per row, the row's
+ * scale, and the row's constant term per unit of the activations' d * sum (-16 d for Q5_0, the
+ * minimum for Q5_1). Sums stay in 16 bits for four groups (4 * 2 * 31 * 127). */
 typedef struct x8_b32 {
     uint8_t codes[8][32]; /* [group of 4][row * 4 + i] */
     float d[8], c[8];     /* [row] */
@@ -937,18 +964,6 @@ static size_t x8_bytes_b32(int64_t k) {
 /* The 32 codes of a block in order (as bytes 0-31), its scale and its constant term. */
 AVX2 static inline __m256i b32_codes(uint32_t type, const void *blk, float *d, float *c) {
     switch (type) {
-    case QUANT_Q4_0: {
-        const block_q4_0 *b = blk;
-        *d = h2f(b->d);
-        *c = -8.0f * *d;
-        return codes_q4(b);
-    }
-    case QUANT_Q4_1: {
-        const block_q4_1 *b = blk;
-        *d = h2f(b->d);
-        *c = h2f(b->m);
-        return codes_q4_1(b);
-    }
     case QUANT_Q5_0: {
         const block_q5_0 *b = blk;
         *d = h2f(b->d);
@@ -976,12 +991,6 @@ AVX2 static void x8_repack_b32(uint32_t type, size_t block_bytes, const void *ro
     }
 }
 
-AVX2 static void x8_repack_q4_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8_repack_b32(QUANT_Q4_0, sizeof(block_q4_0), rows, row_bytes, k, packed);
-}
-AVX2 static void x8_repack_q4_1(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8_repack_b32(QUANT_Q4_1, sizeof(block_q4_1), rows, row_bytes, k, packed);
-}
 AVX2 static void x8_repack_q5_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
     x8_repack_b32(QUANT_Q5_0, sizeof(block_q5_0), rows, row_bytes, k, packed);
 }
@@ -1182,8 +1191,8 @@ AVX2 static void x8v_gemm_q6_K(const void *packed, int64_t k, const void *xq, si
 #define X8V_Q6_K(f)
 #endif
 
-/* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass; five_bit: add up four groups at a time */
-AVX2 static inline void x8_gemm_b32(bool five_bit, const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok,
+/* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass */
+AVX2 static inline void x8_gemm_b32(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok,
                                     float *y, size_t ys) {
     const x8_b32 *p = packed;
     const __m256i ones = _mm256_set1_epi16(1);
@@ -1208,7 +1217,7 @@ AVX2 static inline void x8_gemm_b32(bool five_bit, const void *packed, int64_t k
                     a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32(four)));
 #endif
                 }
-                if (!X86_VNNI && (g == 7 || (five_bit && g == 3)))
+                if (!X86_VNNI && (g == 3 || g == 7))
                     for (int t = 0; t < 4; t++) {
                         i32[t] = _mm256_add_epi32(i32[t], _mm256_madd_epi16(a16[t], ones));
                         a16[t] = _mm256_setzero_si256();
@@ -1225,17 +1234,241 @@ AVX2 static inline void x8_gemm_b32(bool five_bit, const void *packed, int64_t k
     }
 }
 
-AVX2 static void x8_gemm_b4(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    x8_gemm_b32(false, packed, k, xq, xs, n_tok, y, ys);
-}
 AVX2 static void x8_gemm_b5(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    x8_gemm_b32(true, packed, k, xq, xs, n_tok, y, ys);
+    x8_gemm_b32(packed, k, xq, xs, n_tok, y, ys);
+}
+
+/* Q4_0 and Q4_1 by eight rows in a layout no larger than the rows themselves, kept by the backend
+ * for the life of the weights and used for every product, a single token's included. A block's
+ * codes stay packed two per byte: byte j of a row holds values j (low nibble) and j + 16 (high),
+ * so vector h, with row r's bytes 4h .. 4h + 3 in 32-bit lane r, gives groups h and h + 4 with
+ * one mask and one shift, shared by the tokens of a pass. Scales (and minimums) stay half floats.
+ * A token's result does not depend on how many tokens share the pass (each has its own sums, and
+ * the same float steps as x8_gemm_b32), so sequences decoded together get exactly what each gets
+ * alone; and the AVX2 and VNNI builds agree bit for bit, the integer sums being exact. */
+typedef struct x8p_q4_0 {
+    uint8_t codes[4][32]; /* [h][row * 4 + i]: row r's byte 4h + i */
+    uint16_t d[8];        /* [row] half-float scale */
+} x8p_q4_0;
+
+typedef struct x8p_q4_1 {
+    uint8_t codes[4][32];
+    uint16_t d[8], m[8]; /* [row] half-float scale and minimum */
+} x8p_q4_1;
+
+static size_t x8p_bytes_q4_0(int64_t k) {
+    return (size_t)(k / 32) * sizeof(x8p_q4_0);
+}
+static size_t x8p_bytes_q4_1(int64_t k) {
+    return (size_t)(k / 32) * sizeof(x8p_q4_1);
+}
+
+/* Both formats: d first, then m (Q4_1), then the 16 code bytes. */
+static void x8p_repack_b4(bool has_min, const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    const size_t bb = has_min ? sizeof(block_q4_1) : sizeof(block_q4_0), qs = has_min ? 4 : 2;
+    const size_t pb = has_min ? sizeof(x8p_q4_1) : sizeof(x8p_q4_0);
+    for (int64_t b = 0; b < k / 32; b++) {
+        uint8_t *out = (uint8_t *)packed + (size_t)b * pb;
+        uint16_t *d = (uint16_t *)(out + 128), *m = d + 8;
+        for (int r = 0; r < 8; r++) {
+            const uint8_t *blk = (const uint8_t *)rows + (size_t)r * row_bytes + (size_t)b * bb;
+            memcpy(&d[r], blk, 2);
+            if (has_min)
+                memcpy(&m[r], blk + 2, 2);
+            for (int h = 0; h < 4; h++)
+                memcpy(out + 32 * h + 4 * r, blk + qs + 4 * h, 4);
+        }
+    }
+}
+
+static void x8p_repack_q4_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8p_repack_b4(false, rows, row_bytes, k, packed);
+}
+static void x8p_repack_q4_1(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8p_repack_b4(true, rows, row_bytes, k, packed);
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KERNEL_INLINE inline __attribute__((always_inline))
+#else
+#define KERNEL_INLINE inline
+#endif
+
+/* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT and
+ * has_min, so each count gets its own straight-line code. */
+AVX2 static KERNEL_INLINE void x8p_pass_b4(bool has_min, int NT, const void *packed, int64_t nb, const act_q8_32 *const x[4],
+                                           float *y, size_t ys) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const size_t pb = has_min ? sizeof(x8p_q4_1) : sizeof(x8p_q4_0);
+    __m256 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = (const uint8_t *)packed + (size_t)b * pb;
+        __m256i isum[4];
+#if !X86_VNNI
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256i a16[4];
+        for (int t = 0; t < NT; t++)
+            a16[t] = _mm256_setzero_si256();
+#else
+        for (int t = 0; t < NT; t++)
+            isum[t] = _mm256_setzero_si256();
+#endif
+        for (int h = 0; h < 4; h++) {
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(blk + 32 * h));
+            const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+            for (int t = 0; t < NT; t++) {
+                int32_t a, c;
+                memcpy(&a, x[t][b].q + 4 * h, 4);
+                memcpy(&c, x[t][b].q + 16 + 4 * h, 4);
+#if X86_VNNI
+                isum[t] = _mm256_dpbusd_epi32(isum[t], lo, _mm256_set1_epi32(a));
+                isum[t] = _mm256_dpbusd_epi32(isum[t], hi, _mm256_set1_epi32(c));
+#else
+                /* 8 products of 15 * 127 per 16-bit lane at most: no saturation */
+                a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(a)));
+                a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(c)));
+#endif
+            }
+        }
+#if !X86_VNNI
+        for (int t = 0; t < NT; t++)
+            isum[t] = _mm256_madd_epi16(a16[t], ones);
+#endif
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 128)));
+        const __m256 cst = has_min ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 144)))
+                                   : _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+        for (int t = 0; t < NT; t++) {
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][b].d)), i32_ps(isum[t]), acc[t]);
+            acc[t] = _mm256_fmadd_ps(cst, _mm256_set1_ps(x[t][b].s), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        _mm256_storeu_ps(y + (size_t)t * ys, acc[t]);
+}
+
+/* Q8_0 the same way, for the output head that most small models keep in 8 bits: the codes of
+ * eight rows interleaved four bytes at a time (vector h, lane r: row r's bytes 4h .. 4h + 3) and
+ * stored as unsigned c = q + 128, so that one vpdpbusd multiplies them with the signed activations;
+ * the offset comes back out through the activations' d * sum (-128 d per row). Exactly the bytes of
+ * the rows it replaces. AVX2 has no unsigned-by-signed sum that holds 255 * 127 twice, so it takes
+ * the codes' two nibbles apart: the same integer sums, so the same bits as VNNI. */
+typedef struct x8p_q8_0 {
+    uint8_t codes[8][32]; /* [h][row * 4 + i]: row r's code 4h + i, plus 128 */
+    uint16_t d[8];        /* [row] half-float scale */
+} x8p_q8_0;
+
+static size_t x8p_bytes_q8_0(int64_t k) {
+    return (size_t)(k / 32) * sizeof(x8p_q8_0);
+}
+
+static void x8p_repack_q8_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    for (int64_t b = 0; b < k / 32; b++) {
+        x8p_q8_0 *out = (x8p_q8_0 *)packed + b;
+        for (int r = 0; r < 8; r++) {
+            const block_q8_0 *blk = (const block_q8_0 *)((const char *)rows + (size_t)r * row_bytes) + b;
+            out->d[r] = blk->d;
+            for (int i = 0; i < 32; i++)
+                out->codes[i / 4][4 * r + i % 4] = (uint8_t)((int)blk->qs[i] + 128);
+        }
+    }
+}
+
+AVX2 static KERNEL_INLINE void x8p_pass_q8_0(int NT, const x8p_q8_0 *packed, int64_t nb, const act_q8_32 *const x[4], float *y,
+                                             size_t ys) {
+    __m256 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const x8p_q8_0 *blk = packed + b;
+        __m256i isum[4];
+#if X86_VNNI
+        for (int t = 0; t < NT; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 8; h++) {
+            const __m256i c = _mm256_loadu_si256((const __m256i *)blk->codes[h]);
+            for (int t = 0; t < NT; t++) {
+                int32_t a;
+                memcpy(&a, x[t][b].q + 4 * h, 4);
+                isum[t] = _mm256_dpbusd_epi32(isum[t], c, _mm256_set1_epi32(a));
+            }
+        }
+#else
+        /* nibble sums: 8 groups of 2 * 15 * 128 per 16-bit lane at most, no saturation */
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        __m256i lo16[4], hi16[4];
+        for (int t = 0; t < NT; t++)
+            lo16[t] = hi16[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 8; h++) {
+            const __m256i c = _mm256_loadu_si256((const __m256i *)blk->codes[h]);
+            const __m256i lo = _mm256_and_si256(c, m4), hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), m4);
+            for (int t = 0; t < NT; t++) {
+                int32_t a;
+                memcpy(&a, x[t][b].q + 4 * h, 4);
+                const __m256i xa = _mm256_set1_epi32(a);
+                lo16[t] = _mm256_add_epi16(lo16[t], _mm256_maddubs_epi16(lo, xa));
+                hi16[t] = _mm256_add_epi16(hi16[t], _mm256_maddubs_epi16(hi, xa));
+            }
+        }
+        for (int t = 0; t < NT; t++)
+            isum[t] = _mm256_add_epi32(_mm256_madd_epi16(lo16[t], _mm256_set1_epi16(1)),
+                                       _mm256_madd_epi16(hi16[t], _mm256_set1_epi16(16)));
+#endif
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk->d));
+        const __m256 cst = _mm256_mul_ps(d, _mm256_set1_ps(-128.0f));
+        for (int t = 0; t < NT; t++) {
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][b].d)), i32_ps(isum[t]), acc[t]);
+            acc[t] = _mm256_fmadd_ps(cst, _mm256_set1_ps(x[t][b].s), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        _mm256_storeu_ps(y + (size_t)t * ys, acc[t]);
+}
+
+/* The pass of one format, constant after inlining. */
+AVX2 static KERNEL_INLINE void x8p_pass(uint32_t type, int NT, const void *packed, int64_t nb, const act_q8_32 *const x[4],
+                                        float *y, size_t ys) {
+    if (type == QUANT_Q8_0)
+        x8p_pass_q8_0(NT, packed, nb, x, y, ys);
+    else
+        x8p_pass_b4(type == QUANT_Q4_1, NT, packed, nb, x, y, ys);
+}
+
+/* Tokens four at a time, the last pass with the one to three left. */
+AVX2 static KERNEL_INLINE void x8p_gemm_32(uint32_t type, const void *packed, int64_t k, const void *xq, size_t xs,
+                                           int64_t n_tok, float *y, size_t ys) {
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
+        const act_q8_32 *x[4];
+        for (int t = 0; t < 4; t++)
+            x[t] = (const act_q8_32 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
+        float *yt = y + (size_t)t0 * ys;
+        switch (nt) {
+        case 1: x8p_pass(type, 1, packed, k / 32, x, yt, ys); break;
+        case 2: x8p_pass(type, 2, packed, k / 32, x, yt, ys); break;
+        case 3: x8p_pass(type, 3, packed, k / 32, x, yt, ys); break;
+        default: x8p_pass(type, 4, packed, k / 32, x, yt, ys); break;
+        }
+    }
+}
+
+AVX2 static void x8p_gemm_q4_0(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8p_gemm_32(QUANT_Q4_0, packed, k, xq, xs, n_tok, y, ys);
+}
+AVX2 static void x8p_gemm_q4_1(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8p_gemm_32(QUANT_Q4_1, packed, k, xq, xs, n_tok, y, ys);
+}
+AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8p_gemm_32(QUANT_Q8_0, packed, k, xq, xs, n_tok, y, ys);
 }
 
 static const cpu_kernels avx2 = {
     .name = X86_PATH_NAME,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
+    .dot_rows_f32 = dot_rows_f32,
+    .axpy_rows_f32 = axpy_rows_f32,
     .quantize_q8_32 = quantize_q8_32,
     .quantize_q8_256 = quantize_q8_256,
     .gemm_f32 = gemm_f32,
@@ -1249,17 +1482,21 @@ static const cpu_kernels avx2 = {
         [QUANT_Q4_K] = q8_q4_K, [QUANT_Q5_K] = q8_q5_K, [QUANT_Q6_K] = q8_q6_K,
     },
     .x8_bytes = {
-        [QUANT_Q4_0] = x8_bytes_b32, [QUANT_Q4_1] = x8_bytes_b32, [QUANT_Q5_0] = x8_bytes_b32, [QUANT_Q5_1] = x8_bytes_b32,
+        [QUANT_Q4_0] = x8p_bytes_q4_0, [QUANT_Q4_1] = x8p_bytes_q4_1, [QUANT_Q5_0] = x8_bytes_b32, [QUANT_Q5_1] = x8_bytes_b32,
+        [QUANT_Q8_0] = x8p_bytes_q8_0,
         [QUANT_Q4_K] = X8_Q4_K(bytes), X8V_Q6_K(bytes)
     },
     .x8_repack = {
-        [QUANT_Q4_0] = x8_repack_q4_0, [QUANT_Q4_1] = x8_repack_q4_1, [QUANT_Q5_0] = x8_repack_q5_0, [QUANT_Q5_1] = x8_repack_q5_1,
+        [QUANT_Q4_0] = x8p_repack_q4_0, [QUANT_Q4_1] = x8p_repack_q4_1, [QUANT_Q5_0] = x8_repack_q5_0, [QUANT_Q5_1] = x8_repack_q5_1,
+        [QUANT_Q8_0] = x8p_repack_q8_0,
         [QUANT_Q4_K] = X8_Q4_K(repack), X8V_Q6_K(repack)
     },
     .x8_gemm = {
-        [QUANT_Q4_0] = x8_gemm_b4, [QUANT_Q4_1] = x8_gemm_b4, [QUANT_Q5_0] = x8_gemm_b5, [QUANT_Q5_1] = x8_gemm_b5,
+        [QUANT_Q4_0] = x8p_gemm_q4_0, [QUANT_Q4_1] = x8p_gemm_q4_1, [QUANT_Q5_0] = x8_gemm_b5, [QUANT_Q5_1] = x8_gemm_b5,
+        [QUANT_Q8_0] = x8p_gemm_q8_0,
         [QUANT_Q4_K] = X8_Q4_K(gemm), X8V_Q6_K(gemm)
     },
+    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q8_0] = true },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
