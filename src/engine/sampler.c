@@ -145,9 +145,15 @@ static int by_logit(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Whether the penalties would change any logit. */
+static bool penalties_apply(const brasa_sampler *s) {
+    const brasa_sampler_params *p = &s->p;
+    return s->n_recent > 0 && (p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f);
+}
+
 static void apply_penalties(brasa_sampler *s, int32_t n_vocab) {
     const brasa_sampler_params *p = &s->p;
-    if (s->n_recent == 0 || (p->repeat_penalty == 1.0f && p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f))
+    if (!penalties_apply(s))
         return;
     /* candidates are still indexed by id here */
     for (int32_t i = 0; i < s->n_recent; i++) {
@@ -168,8 +174,7 @@ brasa_token brasa_sampler_sample(brasa_sampler *s, const float *logits, int32_t 
     if (!s || !logits || n_vocab <= 0)
         return BRASA_TOKEN_NONE;
     const brasa_sampler_params *p = &s->p;
-    if (p->temperature <= 0.0f && (s->n_recent == 0 || (p->repeat_penalty == 1.0f && p->presence_penalty == 0.0f &&
-                                                        p->frequency_penalty == 0.0f))) {
+    if (p->temperature <= 0.0f && !penalties_apply(s)) {
         /* greedy without penalties: the first largest logit, as below, without copying them all */
         int32_t best = 0;
         for (int32_t i = 1; i < n_vocab; i++)

@@ -11,42 +11,7 @@
 #include "core/f16.h"
 #include "quant/quant.h"
 
-#include "test_rng.h"
-
-/* Random blocks with finite, moderate half-float scales at the type's scale offsets. */
-static void fill_row(uint32_t type, uint8_t *row, int64_t n) {
-    const quant_traits *t = quant_get(type);
-    const size_t bytes = (size_t)(n / t->block_size) * (size_t)t->type_size;
-    for (size_t i = 0; i < bytes; i++)
-        row[i] = (uint8_t)rnd();
-    size_t offsets[2] = { 0, 0 };
-    int n_off = 0;
-    switch (type) {
-    case QUANT_F32:
-        for (int64_t i = 0; i < n; i++) {
-            float v = rnd_unit();
-            memcpy(row + 4 * i, &v, 4);
-        }
-        return;
-    case QUANT_F16:
-    case QUANT_BF16:
-        for (int64_t i = 0; i < n; i++) {
-            float v = rnd_unit();
-            uint16_t h = type == QUANT_F16 ? f32_to_f16(v) : (uint16_t)(f32_bits(v) >> 16);
-            memcpy(row + 2 * i, &h, 2);
-        }
-        return;
-    case QUANT_Q4_0: case QUANT_Q5_0: case QUANT_Q8_0: n_off = 1; break;
-    case QUANT_Q4_1: case QUANT_Q5_1: case QUANT_Q4_K: case QUANT_Q5_K: offsets[1] = 2; n_off = 2; break;
-    case QUANT_Q6_K: offsets[0] = 208; n_off = 1; break;
-    default: return;
-    }
-    for (size_t b = 0; b < bytes; b += (size_t)t->type_size)
-        for (int k = 0; k < n_off; k++) {
-            uint16_t h = f32_to_f16(rnd_unit() * 0.05f);
-            memcpy(row + b + offsets[k], &h, 2);
-        }
-}
+#include "test_data.h"
 
 /* One path's eight-row kernel on rows8 (eight rows of k values, rb bytes apart) and ntok tokens'
  * activations (xs bytes apart): every output within 1e-5 of the sum of |w x| (+ slack) of the

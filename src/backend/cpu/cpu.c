@@ -185,34 +185,31 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
         void (*dot4)(const void *, const void *, size_t, int64_t, float *, size_t) = k->dot_q8_x4[w->type];
         float (*dot)(const void *, const void *, int64_t) = k->dot_q8[w->type];
         const size_t ab = it->act_row_bytes;
-        int64_t first = lo;
+        /* groups of eight rows in the path's interleaved layout (kept, or laid out here for this
+         * batch), then tokens in blocks whose activations stay in cache while every group of the
+         * chunk passes over them; kept groups serve any number of tokens (chunks start at a
+         * multiple of eight, and a group never reaches past the last whole one) */
+        const char *groups = NULL;
+        int64_t n8 = 0;
+        const size_t gb = k->x8_bytes[w->type] ? k->x8_bytes[w->type](w->ne0) : 0;
         if (it->kept) {
-            /* the kept layout, for any number of tokens (chunks start at a multiple of eight) */
-            const size_t gb = k->x8_bytes[w->type](w->ne0);
             const int64_t end = hi < 8 * (w->ne1 / 8) ? hi : 8 * (w->ne1 / 8);
-            for (int64_t t0 = 0; t0 < x->ne1; t0 += MATMUL_X8_TOKENS) {
-                const int64_t nt = x->ne1 - t0 < MATMUL_X8_TOKENS ? x->ne1 - t0 : MATMUL_X8_TOKENS;
-                for (int64_t o = lo; o < end; o += 8)
-                    k->x8_gemm[w->type](it->kept + (size_t)(o / 8) * gb, w->ne0, it->act + (size_t)t0 * ab, ab, nt,
-                                        yd + (size_t)t0 * ys + (size_t)o, ys);
-            }
-            first = end > lo ? end : lo;
+            n8 = end > lo ? (end - lo) / 8 : 0;
+            groups = it->kept + (size_t)(lo / 8) * gb;
         } else if (k->x8_gemm[w->type] && x->ne1 >= MATMUL_X8_MIN_TOKENS) {
-            /* groups of eight rows in the path's interleaved layout, then tokens in blocks whose
-             * activations stay in cache while every group of the chunk passes over them */
-            const size_t gb = k->x8_bytes[w->type](w->ne0);
-            const int64_t n8 = (hi - lo) / 8;
+            n8 = (hi - lo) / 8;
             for (int64_t g = 0; g < n8; g++)
                 k->x8_repack[w->type]((const char *)w->data + (size_t)(lo + 8 * g) * w->row_bytes, w->row_bytes, w->ne0,
                                       (char *)rows + (size_t)g * gb);
-            for (int64_t t0 = 0; t0 < x->ne1; t0 += MATMUL_X8_TOKENS) {
-                const int64_t nt = x->ne1 - t0 < MATMUL_X8_TOKENS ? x->ne1 - t0 : MATMUL_X8_TOKENS;
-                for (int64_t g = 0; g < n8; g++)
-                    k->x8_gemm[w->type]((const char *)rows + (size_t)g * gb, w->ne0, it->act + (size_t)t0 * ab, ab, nt,
-                                        yd + (size_t)t0 * ys + (size_t)(lo + 8 * g), ys);
-            }
-            first = lo + 8 * n8;
+            groups = (const char *)rows;
         }
+        for (int64_t t0 = 0; n8 && t0 < x->ne1; t0 += MATMUL_X8_TOKENS) {
+            const int64_t nt = x->ne1 - t0 < MATMUL_X8_TOKENS ? x->ne1 - t0 : MATMUL_X8_TOKENS;
+            for (int64_t g = 0; g < n8; g++)
+                k->x8_gemm[w->type](groups + (size_t)g * gb, w->ne0, it->act + (size_t)t0 * ab, ab, nt,
+                                    yd + (size_t)t0 * ys + (size_t)(lo + 8 * g), ys);
+        }
+        const int64_t first = lo + 8 * n8;
         /* rows left over: four tokens at a time, then one (the same bits either way) */
         int64_t t = 0;
         for (; t + 4 <= x->ne1; t += 4)
@@ -577,13 +574,14 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
         const int n = (int)(last + 1 - s0 < ATTN_TILE ? last + 1 - s0 : ATTN_TILE);
         const int64_t r0 = s0 % j->k->ne1; /* a ring cache holds position p at row p mod rows */
         /* the tile's rows in at most two runs: up to the ring's end, then from its start */
-        const int run0 = (int)(j->k->ne1 - r0 < n ? j->k->ne1 - r0 : n);
-        for (int part = 0, i0 = 0; part < 2 && i0 < n; part++, i0 += run0) {
-            const int len = part ? n - run0 : run0;
-            const int64_t r = part ? 0 : r0;
-            const float *k = (const float *)((const char *)j->k->data + (size_t)r * j->k->row_bytes) + (size_t)hk * (size_t)hd;
+        const int run0 = (int)(j->k->ne1 - r0 < n ? j->k->ne1 - r0 : n), n_runs = run0 < n ? 2 : 1;
+        const int run_first[2] = { 0, run0 }, run_len[2] = { run0, n - run0 };
+        const int64_t run_row[2] = { r0, 0 };
+        for (int u = 0; u < n_runs; u++) {
+            const float *k = (const float *)((const char *)j->k->data + (size_t)run_row[u] * j->k->row_bytes) + (size_t)hk * (size_t)hd;
             for (int g = 0; g < nh; g++)
-                rows_dot(j->c->k, q[g], k, j->k->row_bytes / sizeof(float), len, hd, scores + g * ATTN_TILE + i0);
+                rows_dot(j->c->k, q[g], k, j->k->row_bytes / sizeof(float), run_len[u], hd,
+                         scores + g * ATTN_TILE + run_first[u]);
         }
         for (int g = 0; g < nh; g++)
             for (int i = 0; i < n; i++) {
@@ -609,13 +607,11 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
                 for (int d = 0; d < hd; d++)
                     acc[g * hd + d] *= keep;
         }
-        for (int part = 0, i0 = 0; part < 2 && i0 < n; part++, i0 += run0) {
-            const int len = part ? n - run0 : run0;
-            const int64_t r = part ? 0 : r0;
-            const float *v = (const float *)((const char *)j->v->data + (size_t)r * j->v->row_bytes) + (size_t)hk * (size_t)hd;
+        for (int u = 0; u < n_runs; u++) { /* the value cache is a ring of the same rows */
+            const float *v = (const float *)((const char *)j->v->data + (size_t)run_row[u] * j->v->row_bytes) + (size_t)hk * (size_t)hd;
             for (int g = 0; g < nh; g++)
-                rows_axpy(j->c->k, acc + (size_t)g * (size_t)hd, scores + g * ATTN_TILE + i0, v,
-                          j->v->row_bytes / sizeof(float), len, hd);
+                rows_axpy(j->c->k, acc + (size_t)g * (size_t)hd, scores + g * ATTN_TILE + run_first[u], v,
+                          j->v->row_bytes / sizeof(float), run_len[u], hd);
         }
     }
 }

@@ -18,7 +18,7 @@ typedef struct kept_entry {
 
 struct cpu_kept {
     kept_entry *slots; /* (cap), a power of two */
-    size_t cap, used, bytes;
+    size_t cap, used;
 };
 
 brasa_status cpu_kept_create(cpu_kept **out, brasa_error *err) {
@@ -33,10 +33,6 @@ void cpu_kept_free(cpu_kept *kp) {
         free(kp->slots[i].packed);
     free(kp->slots);
     free(kp);
-}
-
-size_t cpu_kept_bytes(const cpu_kept *kp) {
-    return kp ? kp->bytes : 0;
 }
 
 static size_t slot_of(const cpu_kept *kp, const void *data) {
@@ -132,7 +128,6 @@ brasa_status cpu_kept_find(cpu_kept *kp, const cpu_kernels *k, pool *pl, const b
     e = lookup(kp, w->data);
     *e = (kept_entry){ w->data, w->type, w->ne0, w->ne1, job.packed };
     kp->used++;
-    kp->bytes += (size_t)n_groups * job.group_bytes;
     *packed = job.packed;
     return BRASA_OK;
 }

@@ -20,7 +20,4 @@ void cpu_kept_free(cpu_kept *kp);
 brasa_status cpu_kept_find(cpu_kept *kp, const cpu_kernels *k, pool *pl, const bk_tensor *w, const char **packed,
                            brasa_error *err);
 
-/* Bytes held in kept layouts. */
-size_t cpu_kept_bytes(const cpu_kept *kp);
-
 #endif
