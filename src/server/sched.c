@@ -32,6 +32,7 @@ struct sched_job {
     int32_t n_generated;
     char error[512];
     bool cancelled;
+    plat_cond *ready;        /* signalled when text comes or the job ends: its reader waits on it */
     int refs;
     double t_submit;
     sched_job *next; /* in the queue */
@@ -45,6 +46,7 @@ typedef struct slot {
     sched *owner;
     size_t prompt_done;      /* prompt tokens in the cache */
     bool has_next;           /* next: sampled, to be evaluated in the next step */
+    bool has_news;           /* text came this step, its reader not yet woken */
     brasa_token next;
     brasa_token *cached;     /* prompt tokens whose cache rows are reusable (whole chunks) */
     size_t n_cached, cap_cached;
@@ -56,7 +58,8 @@ struct sched {
     brasa_context *ctx;
     sched_config cfg;
     plat_mutex *mu;
-    plat_cond *wake, *news;
+    plat_cond *wake;         /* the scheduler waits on it for jobs */
+    plat_cond *news;         /* a job ended or left the queue (sched_drain waits on it) */
     plat_thread *thread;
     volatile int32_t stopping;
     sched_job *queue_head, *queue_tail;
@@ -72,17 +75,37 @@ static void job_unref_locked(sched_job *j) {
     for (int i = 0; i < MAX_STOP; i++)
         free(j->stop[i]);
     buf_free(&j->text);
+    plat_cond_free(j->ready);
     free(j);
 }
 
-/* gen_stream's output: straight into the job, for its readers */
+/* A job ended: its reader and sched_drain learn of it; under the mutex. */
+static void job_ended_locked(sched *s, sched_job *j) {
+    plat_cond_broadcast(j->ready);
+    plat_cond_broadcast(s->news);
+}
+
+/* gen_stream's output: straight into the job. Its reader is woken once the whole step is sampled
+ * (wake_readers): woken per token, the readers of every stream would take the cores from the
+ * step's computing threads several times a step. */
 static bool slot_text(const char *text, size_t len, void *user) {
     slot *sl = user;
     plat_mutex_lock(sl->owner->mu);
     const bool ok = buf_append(&sl->job->text, text, len);
-    plat_cond_broadcast(sl->owner->news);
     plat_mutex_unlock(sl->owner->mu);
+    sl->has_news = true;
     return ok;
+}
+
+static void wake_readers(sched *s) {
+    plat_mutex_lock(s->mu);
+    for (int i = 0; i < s->cfg.n_slots; i++)
+        if (s->slots[i].has_news) {
+            s->slots[i].has_news = false;
+            if (s->slots[i].job)
+                plat_cond_broadcast(s->slots[i].job->ready);
+        }
+    plat_mutex_unlock(s->mu);
 }
 
 static void slot_finish(sched *s, slot *sl, sched_finish why, const char *error) {
@@ -108,9 +131,10 @@ static void slot_finish(sched *s, slot *sl, sched_finish why, const char *error)
     if (error)
         snprintf(j->error, sizeof j->error, "%s", error);
     sl->job = NULL;
+    sl->has_news = false;
     s->active--;
+    job_ended_locked(s, j);
     job_unref_locked(j);
-    plat_cond_broadcast(s->news);
     plat_mutex_unlock(s->mu);
 }
 
@@ -148,8 +172,8 @@ static void admit_locked(sched *s) {
         s->queued--;
         if (j->cancelled) {
             j->finish = SCHED_CANCELLED;
+            job_ended_locked(s, j);
             job_unref_locked(j);
-            plat_cond_broadcast(s->news);
             continue;
         }
         slot *sl = &s->slots[best];
@@ -160,8 +184,8 @@ static void admit_locked(sched *s) {
             sl->sampler = NULL;
             j->finish = SCHED_FAILED;
             snprintf(j->error, sizeof j->error, "%s", err.message);
+            job_ended_locked(s, j);
             job_unref_locked(j);
-            plat_cond_broadcast(s->news);
             continue;
         }
         sl->job = j;
@@ -312,6 +336,7 @@ static void sched_loop(void *arg) {
                 s->queue_head = j->next;
                 s->queued--;
                 j->finish = SCHED_CANCELLED;
+                job_ended_locked(s, j);
                 job_unref_locked(j);
             }
             s->queue_tail = NULL;
@@ -326,6 +351,7 @@ static void sched_loop(void *arg) {
         plat_mutex_unlock(s->mu);
         step_decode(s);
         step_prefill(s);
+        wake_readers(s);
         plat_mutex_lock(s->mu);
     }
     plat_mutex_unlock(s->mu);
@@ -401,7 +427,8 @@ sched_job *sched_submit(sched *s, const sched_job_params *p) {
     if (!j)
         return NULL;
     j->prompt = malloc(p->n_prompt * sizeof *j->prompt);
-    bool ok = j->prompt != NULL;
+    j->ready = plat_cond_create();
+    bool ok = j->prompt != NULL && j->ready != NULL;
     if (ok)
         memcpy(j->prompt, p->prompt, p->n_prompt * sizeof *j->prompt);
     j->n_prompt = p->n_prompt;
@@ -438,7 +465,7 @@ sched_job *sched_submit(sched *s, const sched_job_params *p) {
 bool sched_job_read(sched *s, sched_job *j, double seconds, buf *out, sched_progress *pr) {
     plat_mutex_lock(s->mu);
     if (j->text.len == 0 && j->finish == SCHED_RUNNING && seconds > 0)
-        plat_cond_timedwait(s->news, s->mu, seconds);
+        plat_cond_timedwait(j->ready, s->mu, seconds);
     const bool ok = buf_append(out, j->text.data, j->text.len);
     if (ok)
         j->text.len = 0;

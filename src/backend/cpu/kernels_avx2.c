@@ -34,7 +34,8 @@ AVX2 static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-AVX2 static float dot_f32(const float *a, const float *b, int64_t n) {
+/* A row's products summed into eight lanes: what dot_f32 reduces, for the n - n % 8 first values. */
+AVX2 static inline __m256 dot_lanes(const float *a, const float *b, int64_t n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
@@ -45,10 +46,28 @@ AVX2 static float dot_f32(const float *a, const float *b, int64_t n) {
     }
     for (; i + 8 <= n; i += 8)
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++)
+    return _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+}
+
+AVX2 static float dot_f32(const float *a, const float *b, int64_t n) {
+    float sum = hsum(dot_lanes(a, b, n));
+    for (int64_t i = n - n % 8; i < n; i++)
         sum += a[i] * b[i];
     return sum;
+}
+
+/* hsum of eight vectors at once, lane r holding v[r]'s: each sum takes hsum's additions in hsum's
+ * order (upper half onto lower, then lanes 2-3 onto 0-1, then lane 1 onto 0), so the results are
+ * dot_f32's bit for bit, in about a fifth of the instructions. */
+AVX2 static inline __m256 hsum8(const __m256 v[8]) {
+    __m256 t[4]; /* t[i]: v[i]'s four half sums in the low half, v[i + 4]'s in the high */
+    for (int i = 0; i < 4; i++)
+        t[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[i], v[i + 4], 0x20), _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+    const __m256 p = _mm256_add_ps(_mm256_shuffle_ps(t[0], t[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(t[0], t[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 q = _mm256_add_ps(_mm256_shuffle_ps(t[2], t[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(t[2], t[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm256_add_ps(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n) {
@@ -60,8 +79,18 @@ AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n) {
         y[i] += a * x[i];
 }
 
+/* Attention scores are dots of short rows (head sizes of 64 to 256), where dot_f32's own
+ * reduction costs about as much as the products: eight rows share one. */
 AVX2 static void dot_rows_f32(const float *q, const float *x, size_t xs, int n, int64_t n_el, float *out) {
-    for (int r = 0; r < n; r++)
+    int r = 0;
+    if (n_el % 8 == 0)
+        for (; r + 8 <= n; r += 8) {
+            __m256 v[8];
+            for (int i = 0; i < 8; i++)
+                v[i] = dot_lanes(q, x + (size_t)(r + i) * xs, n_el);
+            _mm256_storeu_ps(out + r, hsum8(v));
+        }
+    for (; r < n; r++)
         out[r] = dot_f32(q, x + (size_t)r * xs, n_el);
 }
 
