@@ -26,8 +26,9 @@ QUESTIONS = ["What is the capital of France?", "Name a primary color.", "Count f
              "What is 2 + 2?", "Say hello in Spanish.", "Name a planet.", "What is the opposite of hot?"]
 
 
-def one_request(port, question, max_tokens, stream):
-    """Returns (ok, seconds, seconds to first token, completion tokens)."""
+def one_request(port, question, max_tokens, stream, stamps=None):
+    """Returns (ok, seconds, seconds to first token, completion tokens); a list `stamps` gets the
+    arrival time of each streamed content chunk."""
     t0 = time.time()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     try:
@@ -56,8 +57,11 @@ def one_request(port, question, max_tokens, stream):
                 j = json.loads(data)
                 if j.get("usage"):
                     tokens = j["usage"]["completion_tokens"]
-                elif first is None and j["choices"] and j["choices"][0]["delta"].get("content"):
-                    first = time.time() - t0
+                elif j["choices"] and j["choices"][0]["delta"].get("content"):
+                    if first is None:
+                        first = time.time() - t0
+                    if stamps is not None:
+                        stamps.append(time.time())
         return done, time.time() - t0, first, tokens
     except (OSError, ValueError, http.client.HTTPException):
         return False, time.time() - t0, None, 0
@@ -94,18 +98,27 @@ def load_run(port, clients, seconds):
 def decode_rate(port, streams, tokens=96):
     """Generated tokens per second of `streams` concurrent streamed requests, all together: end to
     end (prompts included), and decoding only (the tokens after each first one, over the time from
-    the earliest first token to the last stream's end)."""
+    the earliest first token to the last stream's end), and steady (the chunks that arrived while
+    every stream was decoding: after the last first token, before the first stream ended)."""
     def timed(_):
-        start = time.time()
-        ok, seconds, first, n = one_request(port, "Write a story about a dragon.", tokens, True)
-        return ok and first is not None, start + seconds, start + (first or 0), n
+        start, stamps = time.time(), []
+        ok, seconds, first, n = one_request(port, "Write a story about a dragon.", tokens, True, stamps)
+        return ok and first is not None and len(stamps) > 1, start + seconds, start + (first or 0), n, stamps
 
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(streams) as ex:
         rs = list(ex.map(timed, range(streams)))
     end = max(r[1] for r in rs)
     decode = sum(r[3] - 1 for r in rs) / max(end - min(r[2] for r in rs), 1e-9)
-    return sum(r[3] for r in rs) / (end - t0), decode, all(r[0] for r in rs)
+    ok = all(r[0] for r in rs)
+    steady = float("nan")
+    if ok:
+        lo, hi = max(r[4][0] for r in rs), min(r[4][-1] for r in rs)
+        # a chunk may carry more than one token (text held back until a character is whole):
+        # each stream's chunks are weighted by its tokens per chunk
+        inside = sum((r[3] - 1) / (len(r[4]) - 1) * sum(1 for s in r[4] if lo < s <= hi) for r in rs)
+        steady = inside / (hi - lo) if hi > lo else float("nan")
+    return sum(r[3] for r in rs) / (end - t0), decode, steady, ok
 
 
 def main():
@@ -134,10 +147,11 @@ def main():
               f"{len(results) / elapsed:.2f} requests/s, {tokens / elapsed:.1f} generated tokens/s")
         print(f"latency p50 {pct(lat, 50):.2f} s, p90 {pct(lat, 90):.2f} s, p99 {pct(lat, 99):.2f} s; "
               f"time to first token (streams) p50 {pct(ttft, 50):.2f} s, p90 {pct(ttft, 90):.2f} s")
-        one_all, one, ok1 = decode_rate(srv.port, 1)
-        four_all, four, ok4 = decode_rate(srv.port, 4)
+        one_all, one, one_steady, ok1 = decode_rate(srv.port, 1)
+        four_all, four, four_steady, ok4 = decode_rate(srv.port, 4)
         expect("batching runs succeed", ok1 and ok4, "")
         print(f"decode: 1 stream {one:.1f} tokens/s, 4 streams {four:.1f} tokens/s together ({four / one:.2f}x); "
+              f"steady, all 4 decoding: {one_steady:.1f} and {four_steady:.1f} ({four_steady / one_steady:.2f}x); "
               f"prompts included {one_all:.1f} and {four_all:.1f} ({four_all / one_all:.2f}x)")
         # time to first token of a short prompt while 3 long streams run
         with concurrent.futures.ThreadPoolExecutor(4) as ex:
@@ -153,6 +167,7 @@ def main():
                 json.dump({"clients": args.clients, "seconds": elapsed, "requests": len(results), "failed": failed,
                            "latency_p50": pct(lat, 50), "latency_p90": pct(lat, 90), "latency_p99": pct(lat, 99),
                            "ttft_p50": pct(ttft, 50), "decode_1": one, "decode_4": four,
+                           "steady_1": one_steady, "steady_4": four_steady,
                            "end_to_end_1": one_all, "end_to_end_4": four_all,
                            "ttft_under_load": probe[2]}, f, indent=1)
     finally:
