@@ -30,6 +30,7 @@ def one_request(port, question, max_tokens, stream, stamps=None):
     """Returns (ok, seconds, seconds to first token, completion tokens); a list `stamps` gets the
     arrival time of each streamed content chunk."""
     t0 = time.time()
+    stamps = [] if stamps is None else stamps
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     try:
         body = {"messages": [{"role": "user", "content": question}], "max_tokens": max_tokens, "temperature": 0,
@@ -42,7 +43,7 @@ def one_request(port, question, max_tokens, stream, stamps=None):
         if not stream:
             j = json.loads(r.read())
             return True, time.time() - t0, None, j["usage"]["completion_tokens"]
-        first, tokens, done, pending = None, 0, False, b""
+        tokens, done, pending = 0, False, b""
         while True:
             chunk = r.read1(65536)
             if not chunk:
@@ -58,11 +59,8 @@ def one_request(port, question, max_tokens, stream, stamps=None):
                 if j.get("usage"):
                     tokens = j["usage"]["completion_tokens"]
                 elif j["choices"] and j["choices"][0]["delta"].get("content"):
-                    if first is None:
-                        first = time.time() - t0
-                    if stamps is not None:
-                        stamps.append(time.time())
-        return done, time.time() - t0, first, tokens
+                    stamps.append(time.time())
+        return done, time.time() - t0, stamps[0] - t0 if stamps else None, tokens
     except (OSError, ValueError, http.client.HTTPException):
         return False, time.time() - t0, None, 0
     finally:
