@@ -43,6 +43,16 @@ bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return true;
 }
 
+bool cli_parse_kv_type(const char *s, int32_t *out) {
+    if (s && strcmp(s, "f16") == 0)
+        *out = BRASA_KV_F16;
+    else if (s && strcmp(s, "f32") == 0)
+        *out = BRASA_KV_F32;
+    else
+        return false;
+    return true;
+}
+
 char *cli_read_stdin(size_t *len) {
     buf b = { 0 };
     char chunk[65536];

@@ -31,6 +31,8 @@ int cli_fail(const char *fmt, ...);
 bool cli_is_help(const char *arg);
 /* Parses a whole decimal integer within [lo, hi]. */
 bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Parses a KV cache type, "f16" or "f32", into a brasa_kv_type. */
+bool cli_parse_kv_type(const char *s, int32_t *out);
 /* Reads all of stdin; returns a malloc'ed buffer (caller frees) or NULL on failure. */
 char *cli_read_stdin(size_t *len);
 /* Opens a model, printing the error as "brasa: PATH: message". */

@@ -10,7 +10,7 @@
 #include "platform/platform.h"
 
 static const char usage[] =
-    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [--json]\n"
+    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [--kv-type T] [--json]\n"
     "\n"
     "Measures prompt processing (ppN: N prompt tokens at once) and token generation (tgN: N tokens\n"
     "one at a time) in tokens/s, as mean ± sd over N repetitions after a warm-up. LISTs are\n"
@@ -24,6 +24,7 @@ static const char usage[] =
     "                     batching, as brasa serve --parallel; default 1): tgN xS counts all tokens\n"
     "  -r N               repetitions (default 5)\n"
     "  -t LIST            thread counts (default: one per core)\n"
+    "  --kv-type T        KV cache: f16 (default) or f32\n"
     "  --json             one JSON document on standard output\n";
 
 #define MAX_LIST 16
@@ -125,6 +126,7 @@ int cmd_bench(int argc, char **argv) {
     int_list pp = { { 512 }, 1 }, tg = { { 128 }, 1 }, seqs = { { 1 }, 1 }, threads = { { brasa_cpu_count() }, 1 };
     int64_t reps = 5;
     bool json = false;
+    int32_t kv_type = BRASA_KV_F16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) {
@@ -142,6 +144,10 @@ int cmd_bench(int argc, char **argv) {
             if (!v || !parse_list(v, lo, hi, l))
                 return cli_usage_error("bench", usage, "%s needs a comma-separated list of numbers from %lld to %lld", a,
                                        (long long)lo, (long long)hi);
+            i++;
+        } else if (strcmp(a, "--kv-type") == 0) {
+            if (!v || !cli_parse_kv_type(v, &kv_type))
+                return cli_usage_error("bench", usage, "--kv-type needs f16 or f32");
             i++;
         } else if (strcmp(a, "-r") == 0) {
             if (!v || !cli_parse_i64(v, 1, 1000, &reps))
@@ -192,6 +198,7 @@ int cmd_bench(int argc, char **argv) {
         cp.n_ctx = (int32_t)n_ctx;
         cp.n_threads = (int32_t)threads.v[ti];
         cp.n_seq = (int32_t)max_seqs;
+        cp.kv_type = kv_type;
         brasa_context *c = NULL;
         if (brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {
             rc = cli_fail("%s: %s", model_path, err.message);
@@ -258,7 +265,7 @@ int cmd_bench(int argc, char **argv) {
         printf(", \"n_params\": %lld, \"file_bytes\": %llu, \"weight_bytes_per_token\": %llu, \"backend\": ",
                (long long)d.n_params, (unsigned long long)d.file_bytes, (unsigned long long)d.weight_bytes_per_token);
         json_cstr(stdout, backend);
-        printf(", \"cpu_features\": ");
+        printf(", \"kv_type\": \"%s\", \"cpu_features\": ", kv_type == BRASA_KV_F32 ? "f32" : "f16");
         json_cstr(stdout, features);
         printf(", \"repetitions\": %lld, \"bandwidth\": {\"gb_per_second\": %.3f, \"decode_limit_tokens_per_second\": %.3f}",
                (long long)reps, bandwidth, limit);
@@ -277,8 +284,9 @@ int cmd_bench(int argc, char **argv) {
     } else {
         printf("model      %s (%s, %.2f M parameters, %.2f MB)\n", model_path, d.architecture, (double)d.n_params / 1e6,
                (double)d.file_bytes / 1e6);
-        printf("backend    %s%s, CPU features: %s\n", backend,
-               strstr(backend, "+q8") ? " (8-bit activations; BRASA_CPU_ACTIVATIONS=f32 for float)" : "", features);
+        printf("backend    %s%s, KV cache %s, CPU features: %s\n", backend,
+               strstr(backend, "+q8") ? " (8-bit activations; BRASA_CPU_ACTIVATIONS=f32 for float)" : "",
+               kv_type == BRASA_KV_F32 ? "f32" : "f16", features);
         printf("memory     %.1f GB/s read bandwidth (measured); %.1f MB of weights per token: decode limit %.1f tokens/s\n",
                bandwidth, gb_per_token * 1e3, limit);
         printf("\n| %-8s | %7s | %20s | %16s |\n", "test", "threads", "tokens/s", "share of limit");

@@ -24,7 +24,7 @@ static const char fit_usage[] =
     "  --device NAME       a device of the table (see --compare), 'cpu' for this machine, or\n"
     "                      'auto' (default): the largest GPU found, else this machine's CPU\n"
     "  --ctx N             context per sequence (default: the trained context, at most 4096)\n"
-    "  --kv-type T         f32, f16 or q8_0 (default: f32 on the CPU, as brasa runs it; f16 on GPUs)\n"
+    "  --kv-type T         f32, f16 or q8_0 (default: f16, as brasa runs it)\n"
     "  --parallel N        sequences served at once, each with its own cache (default 1)\n"
     "  --threads N         CPU threads (their scratch; default: one per physical core)\n"
     "  --devices FILE      add devices from an INI file ([Name], kind, memory_gb, bandwidth_gbs, ...)\n"
@@ -211,7 +211,8 @@ static void json_plan(const fit_model *m, const devtab_device *d, const fit_resu
 fit_kv_type cli_default_kv(const devtab_device *d, int kv_choice) {
     if (kv_choice >= 0)
         return (fit_kv_type)kv_choice;
-    return d->kind == DEVTAB_CPU ? FIT_KV_F32 : FIT_KV_F16;
+    (void)d; /* every backend keeps keys and values in f16 unless told otherwise */
+    return FIT_KV_F16;
 }
 
 static int compare(const fit_model *m, const devtab *t, const fit_request *base, int kv_choice, bool json) {

@@ -7,11 +7,13 @@
 static const char usage[] =
     "Usage: brasa serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--threads N]\n"
     "                   [--api-key KEY | --no-auth] [--timeout S] [--queue N] [--max-body BYTES]\n"
+    "                   [--kv-type f16|f32]\n"
     "\n"
     "Serves the model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions,\n"
     "/v1/models, /health, /metrics) and a chat page at /. Up to --parallel requests (default 4) decode\n"
-    "together; each has a context of --ctx tokens (default 4096). Binding to an address other than\n"
-    "loopback needs --api-key (or --no-auth). The key is also read from BRASA_API_KEY.\n"
+    "together; each has a context of --ctx tokens (default 4096), its keys and values in f16 unless\n"
+    "--kv-type f32. Binding to an address other than loopback needs --api-key (or --no-auth). The\n"
+    "key is also read from BRASA_API_KEY.\n"
     "SIGINT or SIGTERM stops it after the requests in flight.\n";
 
 int cmd_serve(int argc, char **argv) {
@@ -50,6 +52,10 @@ int cmd_serve(int argc, char **argv) {
             cfg.ctx = (int)n;
         else if (strcmp(a, "--threads") == 0 && cli_parse_i64(v, 1, 1024, &n))
             cfg.threads = (int)n;
+        else if (strcmp(a, "--kv-type") == 0) {
+            if (!cli_parse_kv_type(v, &cfg.kv_type))
+                return cli_usage_error("serve", usage, "--kv-type is f16 or f32, not '%s'", v);
+        }
         else if (strcmp(a, "--timeout") == 0 && cli_parse_i64(v, 1, 3600, &n))
             cfg.timeout_s = (int)n;
         else if (strcmp(a, "--queue") == 0 && cli_parse_i64(v, 0, 4096, &n))

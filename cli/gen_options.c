@@ -15,6 +15,7 @@ const char gen_options_help[] =
     "  --ctx N                 context size in tokens (default: trained size, at most 4096)\n"
     "  --threads N             compute threads (default: one per core)\n"
     "  --batch N               prompt tokens evaluated at once (default 64)\n"
+    "  --kv-type T             KV cache: f16 (default, half the memory) or f32\n"
     "  --temp T                temperature; 0 is greedy (default 0.8)\n"
     "  --top-k K               keep the K most likely tokens; 0 is off (default 40)\n"
     "  --top-p P               nucleus sampling; 1 is off (default 0.95)\n"
@@ -94,6 +95,10 @@ int gen_options_parse(gen_options *o, const char *cmd, const char *usage, int ar
         if (!cli_parse_i64(v, 1, 4096, &n))
             BAD("must be from 1 to 4096");
         o->ctx.n_batch = (int32_t)n;
+    } else if (strcmp(a, "--kv-type") == 0) {
+        NEED_VALUE();
+        if (!cli_parse_kv_type(v, &o->ctx.kv_type))
+            BAD("must be f16 or f32");
     } else if (strcmp(a, "--temp") == 0) {
         NEED_VALUE();
         if (!parse_float(v, 0.0f, 100.0f, &o->sampling.temperature))

@@ -201,11 +201,20 @@ brasa_token brasa_token_special(const brasa_model *model, brasa_special which);
  * The functions without a sequence number work on sequence 0. */
 typedef struct brasa_context brasa_context;
 
+/* How the KV cache stores keys and values. Half precision (the default, as in llama.cpp) takes half
+ * the memory and half the reads per token; f32 is exact to float rounding (the reference tests). */
+typedef enum brasa_kv_type {
+    BRASA_KV_DEFAULT = 0, /* f16 */
+    BRASA_KV_F16,
+    BRASA_KV_F32
+} brasa_kv_type;
+
 typedef struct brasa_context_params {
     int32_t n_ctx;     /* tokens the KV cache holds per sequence; 0: the trained context, at most 4096 */
     int32_t n_batch;   /* prompt tokens evaluated at once; 0: 64 */
     int32_t n_threads; /* compute threads; 0: one per physical core */
     int32_t n_seq;     /* independent sequences, each with its own n_ctx-token cache; 0: 1 */
+    int32_t kv_type;   /* a brasa_kv_type */
 } brasa_context_params;
 
 brasa_context_params brasa_context_default_params(void);

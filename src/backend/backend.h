@@ -93,12 +93,13 @@ typedef struct bk_device_ops {
                          float base, float freq_scale, bk_rope_mode mode, brasa_error *err);
     /* y = act(gate) * up, elementwise */
     brasa_status (*glu)(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err);
-    /* copies rows of src into dst starting at row dst_row (KV cache append) */
+    /* copies rows of src into dst starting at row dst_row (KV cache append): the same type, or f32
+     * rows into an f16 tensor (rounded to nearest even) */
     brasa_status (*copy_rows)(bk_device *dev, const bk_tensor *src, bk_tensor *dst, int64_t dst_row, brasa_error *err);
     /* causal attention of q (n_tok, n_head*head_dim), row t at position pos[t], over the keys and
-     * values of positions 0..pos[t] (or the window before it) in k and v (rows, n_head_kv*head_dim),
-     * where position j is row j mod rows: the cache of a sliding-window layer may be a ring of at
-     * least `window` rows; out like q */
+     * values of positions 0..pos[t] (or the window before it) in k and v (rows, n_head_kv*head_dim;
+     * both f32 or both f16), where position j is row j mod rows: the cache of a sliding-window
+     * layer may be a ring of at least `window` rows; out like q */
     brasa_status (*attention)(bk_device *dev, const bk_tensor *q, const bk_tensor *k, const bk_tensor *v, const int32_t *pos,
                               const bk_attention_params *p, bk_tensor *out, brasa_error *err);
     /* x = cap * tanh(x / cap), in place */

@@ -44,11 +44,16 @@ brasa_context_params brasa_context_default_params(void) {
     return p;
 }
 
-/* Carves an f32 tensor of `rows` rows of ne0 out of a buffer at *offset (64-byte aligned). */
-static bk_tensor carve(bk_device *dev, char *base, size_t *offset, int64_t ne0, int64_t rows) {
-    bk_tensor t = bk_view(dev, QUANT_F32, ne0, rows, base + *offset);
-    *offset += (size_t)layout_f32_bytes(ne0, rows);
+/* Carves a tensor of `rows` rows of ne0 values of type (f32 or f16) out of a buffer at *offset
+ * (64-byte aligned). */
+static bk_tensor carve_typed(bk_device *dev, uint32_t type, char *base, size_t *offset, int64_t ne0, int64_t rows) {
+    bk_tensor t = bk_view(dev, type, ne0, rows, base + *offset);
+    *offset += (size_t)layout_bytes(ne0, rows, (uint32_t)quant_get(type)->type_size);
     return t;
+}
+
+static bk_tensor carve(bk_device *dev, char *base, size_t *offset, int64_t ne0, int64_t rows) {
+    return carve_typed(dev, QUANT_F32, base, offset, ne0, rows);
 }
 
 brasa_status brasa_context_create(const brasa_model *m, const brasa_context_params *params, brasa_context **out,
@@ -111,6 +116,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         return st;
     }
     char *kv = c->dev->ops->buffer_base(c->kv_buf);
+    const uint32_t kv_type = layout_kv_quant(&p);
     size_t off = 0;
     for (int64_t s = 0; s < S; s++) {
         ctx_seq *sq = &c->seqs[s];
@@ -119,8 +125,8 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         sq->last_logits = c->logit_store + (size_t)s * (size_t)V;
         for (int64_t l = 0; l < L; l++) {
             const int32_t rows = arch_kv_rows(hp, (int)l, c->n_ctx, c->n_batch);
-            sq->k_cache[l] = carve(c->dev, kv, &off, KV, rows);
-            sq->v_cache[l] = carve(c->dev, kv, &off, KV, rows);
+            sq->k_cache[l] = carve_typed(c->dev, kv_type, kv, &off, KV, rows);
+            sq->v_cache[l] = carve_typed(c->dev, kv_type, kv, &off, KV, rows);
         }
     }
     char *act = c->dev->ops->buffer_base(c->act_buf);

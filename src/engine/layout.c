@@ -6,9 +6,18 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "platform/platform.h"
+#include "quant/quant.h"
+
+uint64_t layout_bytes(int64_t n, int64_t rows, uint32_t elem_bytes) {
+    return ((uint64_t)n * (uint64_t)rows * elem_bytes + 63) & ~(uint64_t)63;
+}
 
 uint64_t layout_f32_bytes(int64_t n, int64_t rows) {
-    return ((uint64_t)n * (uint64_t)rows * sizeof(float) + 63) & ~(uint64_t)63;
+    return layout_bytes(n, rows, sizeof(float));
+}
+
+uint32_t layout_kv_quant(const brasa_context_params *p) {
+    return p->kv_type == BRASA_KV_F32 ? QUANT_F32 : QUANT_F16;
 }
 
 brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, const brasa_context_params *params,
@@ -19,6 +28,10 @@ brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, co
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context size, batch, threads and sequences must not be negative");
     if (p.n_seq == 0)
         p.n_seq = 1;
+    if (p.kv_type == BRASA_KV_DEFAULT)
+        p.kv_type = BRASA_KV_F16;
+    if (p.kv_type != BRASA_KV_F16 && p.kv_type != BRASA_KV_F32)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "KV cache type %d is not one of f16, f32", p.kv_type);
     if (p.n_seq > LAYOUT_MAX_SEQ)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d sequences is beyond the limit of %d", p.n_seq, LAYOUT_MAX_SEQ);
     if (p.n_ctx == 0)
@@ -41,9 +54,10 @@ brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, co
 
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const int64_t B = p.n_batch;
+    const uint32_t kv_elem = p.kv_type == BRASA_KV_F32 ? 4 : 2;
     for (int il = 0; il < hp->n_layer; il++) {
-        out->kv_bytes += 2 * (uint64_t)p.n_seq * layout_f32_bytes(KV, arch_kv_rows(hp, il, p.n_ctx, p.n_batch));
-        out->kv_bytes_full += 2 * (uint64_t)p.n_seq * layout_f32_bytes(KV, p.n_ctx);
+        out->kv_bytes += 2 * (uint64_t)p.n_seq * layout_bytes(KV, arch_kv_rows(hp, il, p.n_ctx, p.n_batch), kv_elem);
+        out->kv_bytes_full += 2 * (uint64_t)p.n_seq * layout_bytes(KV, p.n_ctx, kv_elem);
     }
     out->act_bytes = 3 * layout_f32_bytes(E, B) + 2 * layout_f32_bytes(Q, B) + 2 * layout_f32_bytes(KV, B) +
                      2 * layout_f32_bytes(hp->n_ff, B) + layout_f32_bytes(hp->n_vocab, B);

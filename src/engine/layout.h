@@ -13,7 +13,7 @@
 #define LAYOUT_DEFAULT_BATCH 64
 #define LAYOUT_MAX_SEQ 256
 
-/* A context's sizes: keys and values are stored as f32, one row of n_head_kv * head_dim per
+/* A context's sizes: keys and values are stored as f16 (or f32 when asked), one row of n_head_kv * head_dim per
  * position, per layer and sequence (sliding-window layers keep a ring, see arch_kv_rows). */
 typedef struct layout_plan {
     brasa_context_params params; /* with every default resolved */
@@ -28,7 +28,12 @@ typedef struct layout_plan {
 brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, const brasa_context_params *params,
                                  layout_plan *out, brasa_error *err);
 
-/* Bytes of one f32 cache tensor of `rows` rows of n values, as the context carves it (64-byte aligned). */
+/* Bytes of one tensor of `rows` rows of n values of elem_bytes each, as the context carves it
+ * (64-byte aligned); layout_f32_bytes for f32 activations. */
+uint64_t layout_bytes(int64_t n, int64_t rows, uint32_t elem_bytes);
 uint64_t layout_f32_bytes(int64_t n, int64_t rows);
+
+/* The quant type (QUANT_F16 or QUANT_F32) of the cache of resolved params. */
+uint32_t layout_kv_quant(const brasa_context_params *p);
 
 #endif

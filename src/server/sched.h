@@ -20,6 +20,7 @@ typedef struct sched_config {
     int32_t n_slots;   /* requests decoded together */
     int32_t n_ctx;     /* tokens per slot */
     int32_t n_threads;
+    int32_t kv_type;   /* a brasa_kv_type */
     int32_t max_queue; /* jobs waiting for a slot before submissions are refused */
     metrics *metrics;  /* token counts and latencies go here; may be NULL */
 } sched_config;

@@ -465,7 +465,7 @@ int srv_run(const srv_config *cfg) {
     const char *base2 = strrchr(cfg->model_path, '\\');
     base = base2 > base ? base2 : base;
     snprintf(s.model_id, sizeof s.model_id, "%s", base ? base + 1 : cfg->model_path);
-    sched_config sc = { cfg->parallel, cfg->ctx, cfg->threads, cfg->max_queue, s.metrics };
+    sched_config sc = { cfg->parallel, cfg->ctx, cfg->threads, cfg->kv_type, cfg->max_queue, s.metrics };
     if (sched_create(s.model, &sc, &s.sched, &err) != BRASA_OK) {
         fprintf(stderr, "brasa serve: %s\n", err.message);
         goto out;

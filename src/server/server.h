@@ -15,6 +15,7 @@ typedef struct srv_config {
     int parallel;          /* slots */
     int ctx;               /* tokens per slot */
     int threads;           /* 0: physical cores */
+    int32_t kv_type;       /* a brasa_kv_type */
     const char *api_key;   /* NULL: none */
     bool no_auth;          /* the explicit choice to serve a non-loopback address without a key */
     int timeout_s;         /* an idle connection is closed after this long */

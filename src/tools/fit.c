@@ -231,8 +231,8 @@ static double kv_value_bytes(fit_kv_type kv) {
 static uint64_t kv_layer_bytes(const fit_model *m, int il, int32_t n_ctx, int32_t n_batch, fit_kv_type kv) {
     const int64_t width = (int64_t)m->hp.n_head_kv * m->hp.head_dim;
     const int32_t rows = arch_kv_rows(&m->hp, il, n_ctx, n_batch);
-    if (kv == FIT_KV_F32)
-        return 2 * layout_f32_bytes(width, rows); /* exactly as the context carves them */
+    if (kv == FIT_KV_F32 || kv == FIT_KV_F16) /* exactly as the context carves them */
+        return 2 * layout_bytes(width, rows, kv == FIT_KV_F32 ? 4 : 2);
     return (uint64_t)(2.0 * (double)width * rows * kv_value_bytes(kv));
 }
 

@@ -396,6 +396,84 @@ int main(void) {
             passed++;
         }
     }
+    /* an f16 KV cache: every path stores and reads the scalar conversions' bits, for every half
+     * (but signalling NaNs) and for floats around every rounding boundary (ties, subnormals,
+     * overflow, NaN) */
+    for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+        if (!all[p] || !all_ok[p])
+            continue;
+        int differ = 0;
+        enum { NH = 65536 };
+        uint16_t *h = malloc(NH * sizeof *h), *h2 = malloc(NH * sizeof *h2);
+        float *fv = malloc(NH * sizeof *fv);
+        for (int i = 0; i < NH; i++)
+            h[i] = (uint16_t)i;
+        all[p]->f16_to_f32(h, fv, NH - 3); /* an odd length: the vector loop and its tail */
+        all[p]->f16_to_f32(h + NH - 3, fv + NH - 3, 3);
+        for (int i = 0; i < NH; i++) /* except signalling NaNs, which f16_from_f32 never writes: F16C quiets them */
+            differ += !((h[i] & 0x7e00u) == 0x7c00u && (h[i] & 0x1ffu)) && f32_bits(fv[i]) != f32_bits(f16_to_f32(h[i]));
+        for (int i = 0; i < NH; i++) { /* each half's value, the midpoints to its neighbours and a little either side */
+            const uint32_t b = f32_bits(f16_to_f32((uint16_t)(i / 4 * 2)));
+            const uint32_t tweak[4] = { 0, 0x1000, 0x0fff, 0x1001 };
+            fv[i] = f32_from_bits((b & 0x7f800000u) == 0x7f800000u ? b : b + tweak[i % 4]);
+        }
+        fv[1] = 65520.0f; fv[2] = 65519.0f; fv[3] = 1e-8f; fv[5] = -3e-8f; fv[6] = 1e30f; fv[7] = f32_from_bits(0x7fc12345u);
+        fv[9] = f32_from_bits(0xff812345u); fv[10] = 2.98023224e-08f; fv[11] = 5.96046448e-08f * 1.5f;
+        all[p]->f16_from_f32(fv, h, NH - 5);
+        all[p]->f16_from_f32(fv + NH - 5, h + NH - 5, 5);
+        cpu_f16_from_f32(fv, h2, NH);
+        for (int i = 0; i < NH; i++)
+            differ += h[i] != h2[i];
+        if (differ) {
+            failed++;
+            printf("FAIL %s f16 conversions: %d values differ from the scalar ones\n", all[p]->name, differ);
+        } else {
+            passed++;
+        }
+        free(h);
+        free(h2);
+        free(fv);
+    }
+    /* attention's run kernels over an f16 cache: the f32 ones' bits on the converted rows */
+    for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+        if (!all[p] || !all_ok[p] || !all[p]->dot_rows_f16 || !all[p]->axpy_rows_f16)
+            continue;
+        const int64_t sizes[] = { 64, 80, 128, 136, 8, 256 };
+        int differ = 0;
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            const int64_t hd = sizes[si];
+            const size_t xs = (size_t)hd * 3 + 8;
+            uint16_t *rows = malloc(37 * xs * sizeof *rows);
+            float *conv = malloc(37 * xs * sizeof *conv), q[256], a[37], d1[37], d2[37], y1[256], y2[256];
+            for (size_t i = 0; i < 37 * xs; i++)
+                rows[i] = f32_to_f16(rnd_unit());
+            scalar->f16_to_f32(rows, conv, (int64_t)(37 * xs));
+            for (int64_t i = 0; i < hd; i++)
+                q[i] = y1[i] = y2[i] = rnd_unit();
+            for (int r = 0; r < 37; r++)
+                a[r] = rnd_unit();
+            all[p]->dot_rows_f16(q, rows, xs, 37, hd, d1);
+            all[p]->axpy_rows_f16(y1, a, rows, xs, 37, hd);
+            if (all[p]->dot_rows_f32) {
+                all[p]->dot_rows_f32(q, conv, xs, 37, hd, d2);
+                all[p]->axpy_rows_f32(y2, a, conv, xs, 37, hd);
+            } else {
+                for (int r = 0; r < 37; r++) {
+                    d2[r] = all[p]->dot_f32(q, conv + (size_t)r * xs, hd);
+                    all[p]->axpy_f32(y2, a[r], conv + (size_t)r * xs, hd);
+                }
+            }
+            differ += memcmp(d1, d2, sizeof d1) != 0 || memcmp(y1, y2, (size_t)hd * sizeof *y1) != 0;
+            free(rows);
+            free(conv);
+        }
+        if (differ) {
+            failed++;
+            printf("FAIL %s f16 attention runs: %d sizes differ from the f32 kernels on converted rows\n", all[p]->name, differ);
+        } else {
+            passed++;
+        }
+    }
     /* a kept layout serves every product, one token or many: each token's result must not depend
      * on how many tokens share the call (sequences decoded together get what each gets alone) */
     for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {

@@ -51,6 +51,7 @@ def main():
                str(bw))
         expect("model facts", doc.get("architecture") == "llama" and doc.get("weight_bytes_per_token", 0) > 50e6 and
                doc.get("peak_memory_bytes", 0) > 0 and doc.get("cpu_features"), str(doc)[:300])
+        expect("the KV cache is f16 by default", doc.get("kv_type") == "f16", str(doc.get("kv_type")))
     # sequences generating together: one result per count, all their tokens counted
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "4", "-s", "1,3", "-r", "2", "-t", "1", "--json"],
                        capture_output=True, text=True, timeout=600)
@@ -62,6 +63,15 @@ def main():
     got = sorted((x.get("test"), x.get("sequences"), x.get("n_tokens")) for x in res)
     expect("one tg result per sequence count, counting every sequence's tokens",
            got == [("tg4", 1, 4), ("tg4", 3, 12)], str(got))
+    r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "4", "-r", "1", "-t", "1", "--kv-type", "f32",
+                        "--json"], capture_output=True, text=True, timeout=600)
+    try:
+        kv = json.loads(r.stdout).get("kv_type")
+    except ValueError:
+        kv = None
+    expect("--kv-type f32 is measured as f32", r.returncode == 0 and kv == "f32", r.stderr[-300:])
+    r = subprocess.run([a.brasa, "bench", "-m", a.model, "--kv-type", "q4"], capture_output=True, text=True, timeout=60)
+    expect("an unknown --kv-type is a usage error", r.returncode == 2 and "--kv-type" in r.stderr, r.stderr)
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-s", "0"], capture_output=True, text=True, timeout=60)
     expect("-s 0 is a usage error", r.returncode == 2 and "-s" in r.stderr, r.stderr)
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "8,,16"], capture_output=True, text=True, timeout=60)

@@ -76,6 +76,8 @@ def main():
     rc, out, err = run(b, paris)
     expect("greedy answer", rc == 0 and "Paris" in out, out)
     expect("stops at end of turn", rc == 0 and "<|im_end|>" not in out and "<|im_start|>" not in out, out)
+    rc, out32, err = run(b, [*paris, "--kv-type", "f32"])
+    expect("greedy answer with an f32 KV cache", rc == 0 and "Paris" in out32, out32)
     rc, out, err = run(b, [*paris, "--stop", "Paris"])
     expect("stop string", rc == 0 and "Paris" not in out and "capital" in out, out)
 
@@ -117,6 +119,7 @@ def main():
     bad("-n 0", ["run", "-m", m, "-p", "hi", "-n", "0"], 2, "-n '0'")
     bad("bad temperature", ["run", "-m", m, "-p", "hi", "--temp", "warm"], 2, "--temp 'warm'")
     bad("unknown flag", ["run", "-m", m, "-p", "hi", "--frobnicate"], 2, "unknown option '--frobnicate'")
+    bad("unknown KV type", ["run", "-m", m, "-p", "hi", "--kv-type", "q4"], 2, "--kv-type 'q4': must be f16 or f32")
     bad("missing prompt", ["run", "-m", m], 2, "missing -p PROMPT")
     bad("missing model file", ["run", "-m", "/nonexistent.gguf", "-p", "hi"], 1, "cannot open")
     bad("context overflow", ["run", "-m", m, "-p", "word " * 100, "--ctx", "16"], 1, "context is full")

@@ -1,7 +1,8 @@
 /* logits_dump: runs a prompt through brasa and writes the logits of every position, for the
  * reference forward-pass test; optionally continues greedily. Uses only the public API.
  *
- * Usage: logits_dump MODEL --out FILE --tokens "ID ID ..." [--greedy N] [--threads T] [--batch B] */
+ * Usage: logits_dump MODEL --out FILE --tokens "ID ID ..." [--greedy N] [--threads T] [--batch B]
+ *        [--kv-type f16|f32] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +27,14 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--greedy") == 0) greedy = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--threads") == 0) cp.n_threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--batch") == 0) cp.n_batch = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--kv-type") == 0) cp.kv_type = strcmp(argv[i + 1], "f32") == 0 ? BRASA_KV_F32 : BRASA_KV_F16;
         else {
             fprintf(stderr, "logits_dump: unknown option %s\n", argv[i]);
             return 2;
         }
     }
     if (!model_path || !out_path || !tokens_arg) {
-        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B]\n");
+        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B] [--kv-type f16|f32]\n");
         return 2;
     }
     size_t n = 0, cap = 16;

@@ -91,7 +91,7 @@ def kv_shape(path):
     return SHAPES[path]
 
 
-def kv_expected(path, n_ctx, value_bytes=4.0, aligned=True):
+def kv_expected(path, n_ctx, value_bytes=2.0, aligned=True):
     """Keys and values of one sequence: per layer 2 tensors of rows x (kv heads x head size),
     rows = n_ctx, or for gemma3's local layers (all but every 6th) window + batch - 1."""
     arch, n_layer, n_kv, head, window, pattern = kv_shape(path)
@@ -136,13 +136,17 @@ def check_kv(a, models):
                    f"{allocated.get(ctx)} against {want}")
             expect(f"{name} ctx {ctx}: fit's KV equals the formula", doc and doc["memory"]["kv_cache_bytes"] == want,
                    f"{doc and doc['memory']['kv_cache_bytes']} against {want}")
-            want16, _ = kv_expected(path, ctx, 2.0, aligned=False)
-            doc16 = run_json(f"fit {name} f16", [a.brasa, "fit", path, "--device", "cpu", "--ctx", str(ctx),
-                                                 "--kv-type", "f16", "--json"])
-            expect(f"{name} ctx {ctx}: f16 KV is the formula's", doc16 and doc16["memory"]["kv_cache_bytes"] == want16)
+            want32, _ = kv_expected(path, ctx, 4.0)
+            doc32 = run_json(f"fit {name} f32", [a.brasa, "fit", path, "--device", "cpu", "--ctx", str(ctx),
+                                                 "--kv-type", "f32", "--json"])
+            expect(f"{name} ctx {ctx}: f32 KV is the formula's", doc32 and doc32["memory"]["kv_cache_bytes"] == want32)
+            want8, _ = kv_expected(path, ctx, 34.0 / 32.0, aligned=False)
+            doc8 = run_json(f"fit {name} q8_0", [a.brasa, "fit", path, "--device", "cpu", "--ctx", str(ctx),
+                                                 "--kv-type", "q8_0", "--json"])
+            expect(f"{name} ctx {ctx}: q8_0 KV is the formula's", doc8 and doc8["memory"]["kv_cache_bytes"] == want8)
             if arch == "gemma3" and ctx > 1024:
                 _, n_layer, n_kv, head, _, _ = kv_shape(path)
-                full_rows = 2 * n_layer * ctx * n_kv * head * 4
+                full_rows = 2 * n_layer * ctx * n_kv * head * 2
                 expect(f"{name} ctx {ctx}: sliding-window rings save memory", want < full_rows / 2,
                        f"{want} of {full_rows}")
 

@@ -512,10 +512,21 @@ static brasa_status cpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tens
 }
 
 static brasa_status cpu_copy_rows(bk_device *dev, const bk_tensor *src, bk_tensor *dst, int64_t dst_row, brasa_error *err) {
-    if (dst_row < 0 || dst_row + src->ne1 > dst->ne1 || src->row_bytes != dst->row_bytes)
-        return err_set(err, BRASA_ERR_INTERNAL, "copy_rows: %lld rows at %lld do not fit in %lld",
-                       (long long)src->ne1, (long long)dst_row, (long long)dst->ne1);
-    memcpy((char *)dst->data + (size_t)dst_row * dst->row_bytes, src->data, (size_t)src->ne1 * src->row_bytes);
+    const bool same = src->type == dst->type && src->row_bytes == dst->row_bytes;
+    const bool to_f16 = src->type == QUANT_F32 && dst->type == QUANT_F16 && src->ne0 == dst->ne0;
+    if (dst_row < 0 || dst_row + src->ne1 > dst->ne1 || !(same || to_f16))
+        return err_set(err, BRASA_ERR_INTERNAL, "copy_rows: %lld %s rows at %lld do not fit in %lld %s rows",
+                       (long long)src->ne1, quant_get(src->type)->name, (long long)dst_row, (long long)dst->ne1,
+                       quant_get(dst->type)->name);
+    char *out = (char *)dst->data + (size_t)dst_row * dst->row_bytes;
+    if (same) {
+        memcpy(out, src->data, (size_t)src->ne1 * src->row_bytes);
+        return BRASA_OK;
+    }
+    const cpu_impl *c = dev->impl; /* a step's few new keys and values, rounded into an f16 cache */
+    for (int64_t r = 0; r < src->ne1; r++)
+        c->k->f16_from_f32((const float *)((const char *)src->data + (size_t)r * src->row_bytes),
+                           (uint16_t *)(out + (size_t)r * dst->row_bytes), src->ne0);
     return BRASA_OK;
 }
 
@@ -535,32 +546,60 @@ typedef struct attn_job {
 /* Query heads one item handles together at most; larger groups go one head at a time. */
 #define ATTN_GROUP_MAX 16
 
-/* The path's run kernels, or the one-row ones in a loop (the same bits either way). */
-static void rows_dot(const cpu_kernels *k, const float *q, const float *x, size_t xs, int n, int64_t n_el, float *out) {
-    if (k->dot_rows_f32) {
-        k->dot_rows_f32(q, x, xs, n, n_el, out);
-        return;
-    }
+/* Rows of one KV head in a cache tile, as the run kernels read them: floats or halves, xs apart. */
+typedef struct kv_run {
+    const void *p;
+    size_t xs;
+    bool half;
+} kv_run;
+
+/* Rows [row, row + n) of KV head hk in the cache t: in place for an f32 cache, and for an f16 one
+ * where the path reads halves itself; else converted into buf (hd floats apart), once per tile
+ * for all the query heads that read them. Either way an f16 cache costs half the memory traffic
+ * and the products stay f32. */
+static kv_run kv_rows(const attn_job *j, const bk_tensor *t, int64_t row, int n, int hk, float *buf) {
+    const size_t hd = (size_t)j->p->head_dim;
+    const char *base = (const char *)t->data + (size_t)row * t->row_bytes;
+    if (t->type == QUANT_F32)
+        return (kv_run){ (const float *)base + (size_t)hk * hd, t->row_bytes / sizeof(float), false };
+    if (j->c->k->dot_rows_f16 && j->c->k->axpy_rows_f16 && hd % 8 == 0)
+        return (kv_run){ (const uint16_t *)base + (size_t)hk * hd, t->row_bytes / sizeof(uint16_t), true };
     for (int r = 0; r < n; r++)
-        out[r] = k->dot_f32(q, x + (size_t)r * xs, n_el);
+        j->c->k->f16_to_f32((const uint16_t *)(base + (size_t)r * t->row_bytes) + (size_t)hk * hd, buf + (size_t)r * hd,
+                            (int64_t)hd);
+    return (kv_run){ buf, hd, false };
 }
 
-static void rows_axpy(const cpu_kernels *k, float *y, const float *a, const float *x, size_t xs, int n, int64_t n_el) {
-    if (k->axpy_rows_f32) {
-        k->axpy_rows_f32(y, a, x, xs, n, n_el);
-        return;
+/* The path's run kernels, or the one-row ones in a loop (the same bits either way). */
+static void rows_dot(const cpu_kernels *k, const float *q, kv_run x, int n, int64_t n_el, float *out) {
+    if (x.half) {
+        k->dot_rows_f16(q, x.p, x.xs, n, n_el, out);
+    } else if (k->dot_rows_f32) {
+        k->dot_rows_f32(q, x.p, x.xs, n, n_el, out);
+    } else {
+        for (int r = 0; r < n; r++)
+            out[r] = k->dot_f32(q, (const float *)x.p + (size_t)r * x.xs, n_el);
     }
-    for (int r = 0; r < n; r++)
-        k->axpy_f32(y, a[r], x + (size_t)r * xs, n_el);
+}
+
+static void rows_axpy(const cpu_kernels *k, float *y, const float *a, kv_run x, int n, int64_t n_el) {
+    if (x.half) {
+        k->axpy_rows_f16(y, a, x.p, x.xs, n, n_el);
+    } else if (k->axpy_rows_f32) {
+        k->axpy_rows_f32(y, a, x.p, x.xs, n, n_el);
+    } else {
+        for (int r = 0; r < n; r++)
+            k->axpy_f32(y, a[r], (const float *)x.p + (size_t)r * x.xs, n_el);
+    }
 }
 
 /* Attention of query heads h0 .. h0 + nh - 1 of token t, which share KV head hk, over the keys
  * [first, last]: one pass in tiles with a running maximum and sum per head (the softmax never
  * needs all scores at once, and exp never sees a positive argument), each key and value row read
  * once for all nh heads. Leaves per head its maximum, sum and unnormalized output in max, sum and
- * acc (nh * head_dim). Scratch: nh * ATTN_TILE floats. */
+ * acc (nh * head_dim). Scratch: nh * ATTN_TILE floats of scores, ATTN_TILE * head_dim of rows. */
 static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk, int64_t first, int64_t last,
-                            float *scores, float *max, float *sum, float *acc) {
+                            float *scores, float *rows, float *max, float *sum, float *acc) {
     const bk_attention_params *p = j->p;
     const int hd = p->head_dim;
     const float *q[ATTN_GROUP_MAX];
@@ -578,10 +617,9 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
         const int run_first[2] = { 0, run0 }, run_len[2] = { run0, n - run0 };
         const int64_t run_row[2] = { r0, 0 };
         for (int u = 0; u < n_runs; u++) {
-            const float *k = (const float *)((const char *)j->k->data + (size_t)run_row[u] * j->k->row_bytes) + (size_t)hk * (size_t)hd;
+            const kv_run k = kv_rows(j, j->k, run_row[u], run_len[u], hk, rows);
             for (int g = 0; g < nh; g++)
-                rows_dot(j->c->k, q[g], k, j->k->row_bytes / sizeof(float), run_len[u], hd,
-                         scores + g * ATTN_TILE + run_first[u]);
+                rows_dot(j->c->k, q[g], k, run_len[u], hd, scores + g * ATTN_TILE + run_first[u]);
         }
         for (int g = 0; g < nh; g++)
             for (int i = 0; i < n; i++) {
@@ -608,10 +646,9 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
                     acc[g * hd + d] *= keep;
         }
         for (int u = 0; u < n_runs; u++) { /* the value cache is a ring of the same rows */
-            const float *v = (const float *)((const char *)j->v->data + (size_t)run_row[u] * j->v->row_bytes) + (size_t)hk * (size_t)hd;
+            const kv_run v = kv_rows(j, j->v, run_row[u], run_len[u], hk, rows);
             for (int g = 0; g < nh; g++)
-                rows_axpy(j->c->k, acc + (size_t)g * (size_t)hd, scores + g * ATTN_TILE + run_first[u], v,
-                          j->v->row_bytes / sizeof(float), run_len[u], hd);
+                rows_axpy(j->c->k, acc + (size_t)g * (size_t)hd, scores + g * ATTN_TILE + run_first[u], v, run_len[u], hd);
         }
     }
 }
@@ -628,6 +665,7 @@ static void attention_part(void *ctx, int ith, int nth) {
     int64_t lo, hi;
     split(j->q->ne1 * items_per_tok * j->n_split, ith, nth, &lo, &hi);
     float *scores = j->c->scratch[ith].data, *local = scores + (size_t)per * ATTN_TILE;
+    float *rows = local + (size_t)per * (size_t)(hd + 2);
     for (int64_t item = lo; item < hi; item++) {
         const int64_t ts = item / j->n_split, t = ts / items_per_tok;
         const int part = (int)(item % j->n_split), h0 = (int)(ts % items_per_tok) * per;
@@ -646,7 +684,7 @@ static void attention_part(void *ctx, int ith, int nth) {
             memset(acc, 0, (size_t)per * (size_t)hd * sizeof *acc);
             continue;
         }
-        attention_heads(j, t, h0, per, h0 / group, k0, k1, scores, max, sum, acc);
+        attention_heads(j, t, h0, per, h0 / group, k0, k1, scores, rows, max, sum, acc);
         if (j->n_split > 1)
             continue;
         for (int g = 0; g < per; g++) {
@@ -699,8 +737,8 @@ static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
         return err_set(err, BRASA_ERR_INTERNAL, "attention: %d heads over %d KV heads", p->n_head, p->n_head_kv);
     /* a cache shorter than the positions is a ring, which must hold a whole window */
     const bool ring_ok = p->window > 0 && k->ne1 >= p->window;
-    if (k->ne1 != v->ne1 || k->ne1 < 1)
-        return err_set(err, BRASA_ERR_INTERNAL, "attention: key and value caches differ");
+    if (k->ne1 != v->ne1 || k->ne1 < 1 || k->type != v->type || (k->type != QUANT_F32 && k->type != QUANT_F16))
+        return err_set(err, BRASA_ERR_INTERNAL, "attention: key and value caches differ or are neither f32 nor f16");
     for (int64_t t = 0; t < q->ne1; t++)
         if (pos[t] < 0 || (pos[t] >= k->ne1 && !ring_ok))
             return err_set(err, BRASA_ERR_INTERNAL, "attention: position %d outside the %lld-row cache", pos[t],
@@ -717,7 +755,8 @@ static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
         }
     }
     const size_t partial = n_split > 1 ? (size_t)p->n_head_kv * (size_t)n_split * (size_t)per * (size_t)(p->head_dim + 2) : 0;
-    brasa_status st = reserve_scratch(c, (size_t)per * (ATTN_TILE + 2 + (size_t)p->head_dim), err);
+    const size_t tile_rows = k->type == QUANT_F16 ? (size_t)ATTN_TILE * (size_t)p->head_dim : 0;
+    brasa_status st = reserve_scratch(c, (size_t)per * (ATTN_TILE + 2 + (size_t)p->head_dim) + tile_rows, err);
     if (st == BRASA_OK && partial > c->attn_cap) {
         float *np = realloc(c->attn, partial * sizeof *np);
         if (!np)

@@ -41,6 +41,9 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n);
 /* The scales both take from a block's (sub-blocks') largest magnitude, shared by every path. */
 void cpu_q8_32_scale(float amax, float *d, float *id);
 void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]);
+/* The scalar half-precision conversions (core/f16.h in a loop), for paths without their own. */
+void cpu_f16_from_f32(const float *x, uint16_t *y, int64_t n);
+void cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n);
 
 typedef struct cpu_kernels {
     const char *name;
@@ -53,6 +56,14 @@ typedef struct cpu_kernels {
      * n_el); and y += a[r] * (x + r * xs) for r = 0 .. n - 1 in that order. NULL: the loop. */
     void (*dot_rows_f32)(const float *q, const float *x, size_t xs, int n, int64_t n_el, float *out);
     void (*axpy_rows_f32)(float *y, const float *a, const float *x, size_t xs, int n, int64_t n_el);
+    /* n values between float and half precision (a KV cache in f16): exactly f32_to_f16 (round to
+     * nearest even) and f16_to_f32, so every path stores and reads the same bits; never NULL */
+    void (*f16_from_f32)(const float *x, uint16_t *y, int64_t n);
+    void (*f16_to_f32)(const uint16_t *x, float *y, int64_t n);
+    /* The run kernels over rows of halves (an f16 KV cache, xs halves apart), for n_el a multiple
+     * of 8: bit for bit the f32 ones on the converted rows. NULL: the backend converts each tile. */
+    void (*dot_rows_f16)(const float *q, const uint16_t *x, size_t xs, int n, int64_t n_el, float *out);
+    void (*axpy_rows_f16)(float *y, const float *a, const uint16_t *x, size_t xs, int n, int64_t n_el);
     /* the activation quantizers above, bit for bit; never NULL */
     void (*quantize_q8_32)(const float *x, act_q8_32 *out, int64_t n);
     void (*quantize_q8_256)(const float *x, act_q8_256 *out, int64_t n);

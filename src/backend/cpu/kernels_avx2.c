@@ -79,6 +79,24 @@ AVX2 static void axpy_f32(float *y, float a, const float *x, int64_t n) {
         y[i] += a * x[i];
 }
 
+/* A KV cache in half precision: F16C's conversions round to nearest even like f32_to_f16 and keep
+ * subnormals, infinities and quiet NaNs the same way, so every path stores the same bits. */
+AVX2 static void half_from_f32(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++)
+        y[i] = (uint16_t)_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(x[i]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), 0);
+}
+
+AVX2 static void half_to_f32(const uint16_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+    for (; i < n; i++)
+        y[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(x[i])));
+}
+
 /* Attention scores are dots of short rows (head sizes of 64 to 256), where dot_f32's own
  * reduction costs about as much as the products: eight rows share one. */
 AVX2 static void dot_rows_f32(const float *q, const float *x, size_t xs, int n, int64_t n_el, float *out) {
@@ -111,6 +129,64 @@ AVX2 static void axpy_rows_f32(float *y, const float *a, const float *x, size_t 
         const float *xr = x + (size_t)r * xs;
         for (int v = 0; v < nv; v++)
             acc[v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(xr + 8 * v), acc[v]);
+    }
+    for (int v = 0; v < nv; v++)
+        _mm256_storeu_ps(y + 8 * v, acc[v]);
+}
+
+/* The run kernels over an f16 cache (rows of halves, xs apart; n_el a multiple of 8): each load of
+ * eight values becomes one conversion, so the cache is read at two bytes a value with no pass
+ * through memory, and the products are the f32 kernels' in their order, bit for bit what those
+ * give on the converted rows. */
+AVX2 static inline __m256 ld_h8(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+AVX2 static inline __m256 dot_lanes_h(const float *a, const uint16_t *b, int64_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), ld_h8(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), ld_h8(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), ld_h8(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), ld_h8(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), ld_h8(b + i), s0);
+    return _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+}
+
+AVX2 static void dot_rows_f16(const float *q, const uint16_t *x, size_t xs, int n, int64_t n_el, float *out) {
+    int r = 0;
+    for (; r + 8 <= n; r += 8) {
+        __m256 v[8];
+        for (int i = 0; i < 8; i++)
+            v[i] = dot_lanes_h(q, x + (size_t)(r + i) * xs, n_el);
+        _mm256_storeu_ps(out + r, hsum8(v));
+    }
+    for (; r < n; r++)
+        out[r] = hsum(dot_lanes_h(q, x + (size_t)r * xs, n_el));
+}
+
+AVX2 static void axpy_rows_f16(float *y, const float *a, const uint16_t *x, size_t xs, int n, int64_t n_el) {
+    if (n_el > 128) {
+        for (int r = 0; r < n; r++) {
+            const __m256 av = _mm256_set1_ps(a[r]);
+            const uint16_t *xr = x + (size_t)r * xs;
+            for (int64_t i = 0; i < n_el; i += 8)
+                _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, ld_h8(xr + i), _mm256_loadu_ps(y + i)));
+        }
+        return;
+    }
+    const int nv = (int)(n_el / 8);
+    __m256 acc[16];
+    for (int v = 0; v < nv; v++)
+        acc[v] = _mm256_loadu_ps(y + 8 * v);
+    for (int r = 0; r < n; r++) {
+        const __m256 av = _mm256_set1_ps(a[r]);
+        const uint16_t *xr = x + (size_t)r * xs;
+        for (int v = 0; v < nv; v++)
+            acc[v] = _mm256_fmadd_ps(av, ld_h8(xr + 8 * v), acc[v]);
     }
     for (int v = 0; v < nv; v++)
         _mm256_storeu_ps(y + 8 * v, acc[v]);
@@ -1498,6 +1574,10 @@ static const cpu_kernels avx2 = {
     .axpy_f32 = axpy_f32,
     .dot_rows_f32 = dot_rows_f32,
     .axpy_rows_f32 = axpy_rows_f32,
+    .f16_from_f32 = half_from_f32,
+    .f16_to_f32 = half_to_f32,
+    .dot_rows_f16 = dot_rows_f16,
+    .axpy_rows_f16 = axpy_rows_f16,
     .quantize_q8_32 = quantize_q8_32,
     .quantize_q8_256 = quantize_q8_256,
     .gemm_f32 = gemm_f32,

@@ -74,6 +74,24 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n) {
         y[i] += a * x[i];
 }
 
+/* A KV cache in half precision: the conversion instructions round to nearest even (the default
+ * rounding mode) and keep subnormals and quiet NaNs as f32_to_f16 does. */
+static void half_from_f32(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    for (; i < n; i++)
+        y[i] = f32_to_f16(x[i]);
+}
+
+static void half_to_f32(const uint16_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(x + i))));
+    for (; i < n; i++)
+        y[i] = f16_to_f32(x[i]);
+}
+
 /* Partial sums of 16 signed byte codes times x[0..15], in 4 lanes. */
 static inline float32x4_t dot16(int8x16_t q, const float *x) {
     const int16x8_t lo = vmovl_s8(vget_low_s8(q)), hi = vmovl_s8(vget_high_s8(q));
@@ -241,6 +259,8 @@ static const cpu_kernels NEON_TABLE = {
     .name = NEON_NAME,
     .dot_f32 = dot_f32,
     .axpy_f32 = axpy_f32,
+    .f16_from_f32 = half_from_f32,
+    .f16_to_f32 = half_to_f32,
     .quantize_q8_32 = cpu_quantize_q8_32, /* scalar: NEON versions are still to come */
     .quantize_q8_256 = cpu_quantize_q8_256,
     .gemm_f32 = gemm_f32,

@@ -302,10 +302,22 @@ static void axpy_f32_scalar(float *y, float a, const float *x, int64_t n) {
         y[i] += a * x[i];
 }
 
+void cpu_f16_from_f32(const float *x, uint16_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] = f32_to_f16(x[i]);
+}
+
+void cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] = f16_to_f32(x[i]);
+}
+
 static const cpu_kernels scalar = {
     .name = "scalar",
     .dot_f32 = dot_f32_scalar,
     .axpy_f32 = axpy_f32_scalar,
+    .f16_from_f32 = cpu_f16_from_f32,
+    .f16_to_f32 = cpu_f16_to_f32,
     .quantize_q8_32 = cpu_quantize_q8_32,
     .quantize_q8_256 = cpu_quantize_q8_256,
     .gemm_f32 = gemm_f32_scalar,
