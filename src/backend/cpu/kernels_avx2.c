@@ -908,26 +908,7 @@ AVX2 static void q8x4_q6_K(const void *row, const void *xq, size_t xs, int64_t n
 /* Formats without a dedicated four-token kernel: the one-token kernel four times. */
 CPU_Q8_X4_OF(AVX2, q8x4_q5_K, q8_q5_K)
 
-/* ---- prefill by eight rows: Q4_K interleaved ----
- * Eight weight rows are laid out so that each 32-bit lane of a vector holds four consecutive codes
- * of one row: one maddubs multiplies four codes of all eight rows with the same four activation
- * bytes (broadcast), and the eight groups of a 32-value sub-block add up in 16 bits
- * (8 * 2 * 15 * 127 < 32768) before one madd applies each row's scale. Four tokens share each
- * loaded code vector. Against the one-row kernels that leaves no shuffle and half the multiplies
- * per token. The layout is built per chunk of rows in scratch memory, once per batch (an 8 x 8
- * transpose of 32-bit words per sub-block), so the model file stays as it is. */
-typedef struct x8_q4_K {
-    uint8_t codes[8][8][32]; /* [sub-block][group of 4][row * 4 + i] */
-    int16_t sc[8][16];       /* [sub-block]: lanes 2r and 2r + 1 hold row r's scale */
-    float mn[8][8];          /* [sub-block][row] minimum */
-    float d[8], dmin[8];     /* [row] */
-} x8_q4_K;
-
-#if !X86_VNNI /* the VNNI path has its own layout, below */
-static size_t x8_bytes_q4_K(int64_t k) {
-    return (size_t)(k / QK_K) * sizeof(x8_q4_K);
-}
-#endif
+/* ---- prefill by eight rows ---- */
 
 /* Transposes 8 vectors of 8 32-bit words: out[g] word r = in[r] word g. */
 AVX2 static inline void transpose8x32(__m256i v[8]) {
@@ -949,36 +930,6 @@ AVX2 static inline void transpose8x32(__m256i v[8]) {
 }
 
 
-/* Block b of eight Q4_K rows, as both eight-row layouts take it: each row's sub-block scales
- * (sc[sub-block][row]) and minimums, d and dmin; w gets the rows' blocks. */
-AVX2 static inline void q4_K_rows_scales(const void *rows, size_t row_bytes, int64_t b, const block_q4_K *w[8],
-                                         uint8_t sc[8][8], float mn[8][8], float d[8], float dmin[8]) {
-    for (int r = 0; r < 8; r++) {
-        w[r] = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
-        uint8_t scr[8], mnr[8];
-        quant_k_scales_unpack(w[r]->scales, scr, mnr);
-        d[r] = h2f(w[r]->d);
-        dmin[r] = h2f(w[r]->dmin);
-        for (int s = 0; s < 8; s++) {
-            sc[s][r] = scr[s];
-            mn[s][r] = (float)mnr[s];
-        }
-    }
-}
-
-/* The codes of sub-blocks 2j (lo) and 2j + 1 (hi) of eight rows' blocks, transposed: vector g
- * holds values 4g .. 4g + 3 of every row, row r in 32-bit lane r. */
-AVX2 static inline void q4_K_rows_codes(const block_q4_K *const w[8], int j, __m256i lo[8], __m256i hi[8]) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    for (int r = 0; r < 8; r++) {
-        const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[r]->qs + 32 * j));
-        lo[r] = _mm256_and_si256(raw, m4);                       /* sub-block 2j, in order */
-        hi[r] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4); /* sub-block 2j + 1 */
-    }
-    transpose8x32(lo);
-    transpose8x32(hi);
-}
-
 /* The minimums' part of eight rows' block for one token, taken from acc: per row dmin * d_x * the
  * sum over sub-blocks of min * (sub-scale * the sub-block's code sum). */
 AVX2 static inline __m256 q4_K_rows_minimums(const float mn[8][8], const float dmin[8], const act_q8_256 *x, __m256 acc) {
@@ -988,70 +939,6 @@ AVX2 static inline __m256 q4_K_rows_minimums(const float mn[8][8], const float d
     return _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dmin), _mm256_set1_ps(x->d)), m, acc);
 }
 
-#if !X86_VNNI
-AVX2 static void x8_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8_q4_K *p = packed;
-    for (int64_t b = 0; b < k / QK_K; b++) {
-        const block_q4_K *w[8];
-        uint8_t sc[8][8];
-        q4_K_rows_scales(rows, row_bytes, b, w, sc, p[b].mn, p[b].d, p[b].dmin);
-        for (int s = 0; s < 8; s++)
-            for (int r = 0; r < 8; r++)
-                p[b].sc[s][2 * r] = p[b].sc[s][2 * r + 1] = sc[s][r];
-        for (int j = 0; j < 4; j++) {
-            __m256i lo[8], hi[8];
-            q4_K_rows_codes(w, j, lo, hi);
-            for (int g = 0; g < 8; g++) {
-                _mm256_storeu_si256((__m256i *)p[b].codes[2 * j][g], lo[g]);
-                _mm256_storeu_si256((__m256i *)p[b].codes[2 * j + 1][g], hi[g]);
-            }
-        }
-    }
-}
-
-/* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass. The 32-bit sums are converted to float
- * every four sub-blocks, which keeps them below 2^31 (4 * 2 * 30480 * 63 * 127). */
-AVX2 static void x8_gemm_q4_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    const x8_q4_K *p = packed;
-    const int64_t nb = k / QK_K;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
-        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
-        const act_q8_256 *x[4];
-        for (int t = 0; t < 4; t++)
-            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
-        __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-        for (int64_t b = 0; b < nb; b++) {
-            const x8_q4_K *pb = p + b;
-            __m256i isum[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
-            for (int s = 0; s < 8; s++) {
-                __m256i a16[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
-                for (int g = 0; g < 8; g++) {
-                    const __m256i c = _mm256_loadu_si256((const __m256i *)pb->codes[s][g]);
-                    for (int t = 0; t < 4; t++) {
-                        int32_t four;
-                        memcpy(&four, x[t][b].q + 32 * s + 4 * g, 4);
-                        a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32(four)));
-                    }
-                }
-                const __m256i wsc = _mm256_loadu_si256((const __m256i *)pb->sc[s]);
-                for (int t = 0; t < 4; t++)
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16[t], _mm256_mullo_epi16(wsc, _mm256_set1_epi16(x[t][b].s[s]))));
-                if (s == 3 || s == 7) {
-                    const __m256 dw = _mm256_loadu_ps(pb->d);
-                    for (int t = 0; t < 4; t++) {
-                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[t][b].d)), i32_ps(isum[t]), acc[t]);
-                        isum[t] = _mm256_setzero_si256();
-                    }
-                }
-            }
-            for (int t = 0; t < 4; t++)
-                acc[t] = q4_K_rows_minimums(pb->mn, pb->dmin, &x[t][b], acc[t]);
-        }
-        for (int t = 0; t < nt; t++)
-            _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
-    }
-}
-#endif
 
 /* The same for the 32-value formats with 5-bit codes, unpacked to bytes (so larger than the rows:
  * built per batch, for prefill only): each block's eight groups of four codes per row, the row's
@@ -1104,98 +991,8 @@ AVX2 static void x8_repack_q5_1(const void *rows, size_t row_bytes, int64_t k, v
 }
 
 #if X86_VNNI
-/* Q4_K by eight rows on AVX-512 VNNI: one 512-bit vpdpbusd multiplies eight consecutive codes of
- * all eight rows (row r in 32-bit lanes 2r and 2r + 1) with eight activation bytes broadcast as a
- * 64-bit word, so a sub-block takes four of them per token where the AVX2 layout takes eight
- * products and eight additions; eight tokens share each loaded code vector (AVX-512 has registers
- * enough). Each row's integer sum is the AVX2 kernel's, split over two lanes and joined before
- * the same float steps, so the results are that kernel's bit for bit. */
-typedef struct x8v_q4_K {
-    uint8_t codes[8][4][64]; /* [sub-block][values 8q .. 8q + 7][row * 8 + i] */
-    int32_t sc[8][16];       /* [sub-block]: lanes 2r and 2r + 1 hold row r's scale */
-    float mn[8][8];          /* [sub-block][row] minimum */
-    float d[8], dmin[8];     /* [row] */
-} x8v_q4_K;
-
-static size_t x8v_bytes_q4_K(int64_t k) {
-    return (size_t)(k / QK_K) * sizeof(x8v_q4_K);
-}
-
-AVX2 static void x8v_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8v_q4_K *p = packed;
-    /* dword 2r from the first vector's dword r, 2r + 1 from the second's */
-    const __m512i mix = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    for (int64_t b = 0; b < k / QK_K; b++) {
-        const block_q4_K *w[8];
-        uint8_t sc[8][8];
-        q4_K_rows_scales(rows, row_bytes, b, w, sc, p[b].mn, p[b].d, p[b].dmin);
-        for (int s = 0; s < 8; s++)
-            for (int r = 0; r < 8; r++)
-                p[b].sc[s][2 * r] = p[b].sc[s][2 * r + 1] = sc[s][r];
-        for (int j = 0; j < 4; j++) {
-            __m256i lo[8], hi[8];
-            q4_K_rows_codes(w, j, lo, hi); /* lo[g]: four codes of each row, values 4g .. 4g + 3 */
-            for (int q = 0; q < 4; q++) {
-                _mm512_storeu_si512(p[b].codes[2 * j][q], _mm512_permutex2var_epi32(_mm512_castsi256_si512(lo[2 * q]), mix,
-                                                                                     _mm512_castsi256_si512(lo[2 * q + 1])));
-                _mm512_storeu_si512(p[b].codes[2 * j + 1][q], _mm512_permutex2var_epi32(_mm512_castsi256_si512(hi[2 * q]), mix,
-                                                                                         _mm512_castsi256_si512(hi[2 * q + 1])));
-            }
-        }
-    }
-}
-
+/* Tokens per pass of the AVX-512 eight-row kernel below (its 32 registers hold them). */
 #define X8V_TOKENS 8
-
-AVX2 static void x8v_gemm_q4_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    const x8v_q4_K *p = packed;
-    const int64_t nb = k / QK_K;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += X8V_TOKENS) {
-        const int nt = n_tok - t0 < X8V_TOKENS ? (int)(n_tok - t0) : X8V_TOKENS;
-        const act_q8_256 *x[X8V_TOKENS];
-        __m256 acc[X8V_TOKENS];
-        for (int t = 0; t < X8V_TOKENS; t++) {
-            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
-            acc[t] = _mm256_setzero_ps();
-        }
-        for (int64_t b = 0; b < nb; b++) {
-            const x8v_q4_K *pb = p + b;
-            __m512i isum[X8V_TOKENS];
-            for (int t = 0; t < X8V_TOKENS; t++)
-                isum[t] = _mm512_setzero_si512();
-            for (int s = 0; s < 8; s++) {
-                __m512i a32[X8V_TOKENS];
-                for (int t = 0; t < X8V_TOKENS; t++)
-                    a32[t] = _mm512_setzero_si512();
-                for (int q = 0; q < 4; q++) {
-                    const __m512i c = _mm512_loadu_si512(pb->codes[s][q]);
-                    for (int t = 0; t < X8V_TOKENS; t++) {
-                        int64_t eight;
-                        memcpy(&eight, x[t][b].q + 32 * s + 8 * q, 8);
-                        a32[t] = _mm512_dpbusd_epi32(a32[t], c, _mm512_set1_epi64(eight));
-                    }
-                }
-                const __m512i wsc = _mm512_loadu_si512(pb->sc[s]);
-                for (int t = 0; t < X8V_TOKENS; t++)
-                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(a32[t], _mm512_mullo_epi32(wsc, _mm512_set1_epi32(x[t][b].s[s]))));
-                if (s == 3 || s == 7) {
-                    const __m256 dw = _mm256_loadu_ps(pb->d);
-                    for (int t = 0; t < X8V_TOKENS; t++) {
-                        /* each row's two lanes added (the low word of each 64-bit lane), then narrowed */
-                        const __m256i rows8 = _mm512_cvtepi64_epi32(_mm512_add_epi32(isum[t], _mm512_srli_epi64(isum[t], 32)));
-                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[t][b].d)), i32_ps(rows8), acc[t]);
-                        isum[t] = _mm512_setzero_si512();
-                    }
-                }
-            }
-            for (int t = 0; t < X8V_TOKENS; t++)
-                acc[t] = q4_K_rows_minimums(pb->mn, pb->dmin, &x[t][b], acc[t]);
-        }
-        for (int t = 0; t < nt; t++)
-            _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
-    }
-}
-#define X8_Q4_K(f) x8v_##f##_q4_K
 
 /* Q6_K by eight rows on AVX-512: eight consecutive codes (0..63) of each of eight rows per 512-bit
  * vector; a 16-value group (one weight scale) is two maddubs, each followed by a madd with the
@@ -1292,7 +1089,6 @@ AVX2 static void x8v_gemm_q6_K(const void *packed, int64_t k, const void *xq, si
 }
 #define X8V_Q6_K(f) [QUANT_Q6_K] = x8v_##f##_q6_K,
 #else
-#define X8_Q4_K(f) x8_##f##_q4_K
 #define X8V_Q6_K(f)
 #endif
 
@@ -1568,6 +1364,141 @@ AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, const void *xq, si
     x8p_gemm_32(QUANT_Q8_0, packed, k, xq, xs, n_tok, y, ys);
 }
 
+/* ---- Q4_K kept by eight rows ----
+ * Exactly the bytes of the eight rows it replaces, so the backend keeps it in place of the file's
+ * pages and it serves every product: one token, sequences decoding together, a prompt. Each
+ * 32-bit lane of a code vector holds four bytes of one row's packed nibbles: the low nibbles are
+ * four codes of sub-block 2j, the high ones the same four of sub-block 2j + 1, so one vpdpbusd
+ * (maddubs on AVX2) takes four codes of all eight rows. Each sub-block's integer sums are scaled
+ * in float with the eight rows' scales as one vector, instead of a shuffle and a madd per row and
+ * token; the rows' 6-bit scales stay packed, transposed so that eight rows unpack at once. A
+ * token's result is the same whatever the number of tokens in the call. */
+/* Asks for every line of a block PREFETCH_AHEAD bytes on: the hardware prefetcher alone does not
+ * keep two streaming cores busy (see PREFETCH_AHEAD). */
+AVX2 static inline void x8k_prefetch(const void *block, size_t bytes) {
+    for (size_t off = 0; off < bytes; off += 64)
+        _mm_prefetch((const char *)block + PREFETCH_AHEAD + off, _MM_HINT_T0);
+}
+
+typedef struct x8k_q4_K {
+    uint8_t codes[4][8][32]; /* [pair j][group g][row * 4 + i]: row r's byte qs[32j + 4g + i] */
+    uint8_t scales[3][32];   /* [word w][k * 8 + row]: row r's byte scales[4w + k] */
+    uint16_t d[8], dmin[8];  /* [row] half-float scales */
+} x8k_q4_K;
+
+static size_t x8k_bytes_q4_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8k_q4_K);
+}
+
+static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8k_q4_K *p = packed;
+    for (int64_t b = 0; b < k / QK_K; b++)
+        for (int r = 0; r < 8; r++) {
+            const block_q4_K *w = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+            for (int j = 0; j < 4; j++)
+                for (int g = 0; g < 8; g++)
+                    memcpy(&p[b].codes[j][g][4 * r], w->qs + 32 * j + 4 * g, 4);
+            for (int i = 0; i < 12; i++)
+                p[b].scales[i / 4][(i % 4) * 8 + r] = w->scales[i];
+            p[b].d[r] = w->d;
+            p[b].dmin[r] = w->dmin;
+        }
+}
+
+/* A block's eight rows' scales times d (dsc) and minimums (mn), per sub-block: the 6-bit
+ * unpacking of every row at once (sub-block s < 4: the low six bits of bytes s and s + 4; s >= 4:
+ * byte s + 4's nibbles below the top two bits of bytes s - 4 and s). */
+AVX2 static inline void x8k_scales_q4_K(const x8k_q4_K *pb, float dsc[8][8], float mn[8][8]) {
+    const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+    const __m256i a = _mm256_loadu_si256((const __m256i *)pb->scales[0]);
+    const __m256i bb = _mm256_loadu_si256((const __m256i *)pb->scales[1]);
+    const __m256i c = _mm256_loadu_si256((const __m256i *)pb->scales[2]);
+    uint8_t u[4][32]; /* scales 0-3, 4-7, minimums 0-3, 4-7: [s % 4 * 8 + row] */
+    _mm256_storeu_si256((__m256i *)u[0], _mm256_and_si256(a, m6));
+    _mm256_storeu_si256((__m256i *)u[1], _mm256_or_si256(_mm256_and_si256(c, m4),
+                                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a, 6), m2), 4)));
+    _mm256_storeu_si256((__m256i *)u[2], _mm256_and_si256(bb, m6));
+    _mm256_storeu_si256((__m256i *)u[3], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4),
+                                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bb, 6), m2), 4)));
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d));
+    for (int s = 0; s < 8; s++) {
+        const uint8_t *sc = u[s / 4] + 8 * (s % 4), *m = u[2 + s / 4] + 8 * (s % 4);
+        _mm256_storeu_ps(dsc[s], _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sc)))));
+        _mm256_storeu_ps(mn[s], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m))));
+    }
+}
+
+/* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT. */
+AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t nb, const act_q8_256 *const x[4], float *y,
+                                             size_t ys) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const x8k_q4_K *pb = p + b;
+        x8k_prefetch(pb, sizeof *pb);
+        float dsc[8][8], mn[8][8];
+        x8k_scales_q4_K(pb, dsc, mn);
+        for (int j = 0; j < 4; j++) {
+            __m256i slo[4], shi[4];
+            for (int t = 0; t < NT; t++)
+                slo[t] = shi[t] = _mm256_setzero_si256();
+            for (int g = 0; g < 8; g++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)pb->codes[j][g]);
+                const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                for (int t = 0; t < NT; t++) {
+                    int32_t a, c;
+                    memcpy(&a, x[t][b].q + 64 * j + 4 * g, 4);
+                    memcpy(&c, x[t][b].q + 64 * j + 32 + 4 * g, 4);
+#if X86_VNNI
+                    slo[t] = _mm256_dpbusd_epi32(slo[t], lo, _mm256_set1_epi32(a));
+                    shi[t] = _mm256_dpbusd_epi32(shi[t], hi, _mm256_set1_epi32(c));
+#else
+                    /* 16 products of 15 * 127 per 16-bit lane at most: no saturation */
+                    slo[t] = _mm256_add_epi16(slo[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(a)));
+                    shi[t] = _mm256_add_epi16(shi[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(c)));
+#endif
+                }
+            }
+            for (int t = 0; t < NT; t++) {
+#if !X86_VNNI
+                slo[t] = _mm256_madd_epi16(slo[t], _mm256_set1_epi16(1));
+                shi[t] = _mm256_madd_epi16(shi[t], _mm256_set1_epi16(1));
+#endif
+                const float xd = x[t][b].d;
+                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j]), _mm256_set1_ps(xd * (float)x[t][b].s[2 * j])),
+                                         i32_ps(slo[t]), acc[t]);
+                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j + 1]), _mm256_set1_ps(xd * (float)x[t][b].s[2 * j + 1])),
+                                         i32_ps(shi[t]), acc[t]);
+            }
+        }
+        float dmin[8];
+        _mm256_storeu_ps(dmin, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->dmin)));
+        for (int t = 0; t < NT; t++)
+            acc[t] = q4_K_rows_minimums(mn, dmin, &x[t][b], acc[t]);
+    }
+    for (int t = 0; t < NT; t++)
+        _mm256_storeu_ps(y + (size_t)t * ys, acc[t]);
+}
+
+AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
+        const act_q8_256 *x[4];
+        for (int t = 0; t < 4; t++)
+            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
+        float *yt = y + (size_t)t0 * ys;
+        switch (nt) {
+        case 1: x8k_pass_q4_K(1, packed, k / QK_K, x, yt, ys); break;
+        case 2: x8k_pass_q4_K(2, packed, k / QK_K, x, yt, ys); break;
+        case 3: x8k_pass_q4_K(3, packed, k / QK_K, x, yt, ys); break;
+        default: x8k_pass_q4_K(4, packed, k / QK_K, x, yt, ys); break;
+        }
+    }
+}
+
+
 static const cpu_kernels avx2 = {
     .name = X86_PATH_NAME,
     .dot_f32 = dot_f32,
@@ -1593,19 +1524,19 @@ static const cpu_kernels avx2 = {
     .x8_bytes = {
         [QUANT_Q4_0] = x8p_bytes_q4_0, [QUANT_Q4_1] = x8p_bytes_q4_1, [QUANT_Q5_0] = x8_bytes_b32, [QUANT_Q5_1] = x8_bytes_b32,
         [QUANT_Q8_0] = x8p_bytes_q8_0,
-        [QUANT_Q4_K] = X8_Q4_K(bytes), X8V_Q6_K(bytes)
+        [QUANT_Q4_K] = x8k_bytes_q4_K, X8V_Q6_K(bytes)
     },
     .x8_repack = {
         [QUANT_Q4_0] = x8p_repack_q4_0, [QUANT_Q4_1] = x8p_repack_q4_1, [QUANT_Q5_0] = x8_repack_q5_0, [QUANT_Q5_1] = x8_repack_q5_1,
         [QUANT_Q8_0] = x8p_repack_q8_0,
-        [QUANT_Q4_K] = X8_Q4_K(repack), X8V_Q6_K(repack)
+        [QUANT_Q4_K] = x8k_repack_q4_K, X8V_Q6_K(repack)
     },
     .x8_gemm = {
         [QUANT_Q4_0] = x8p_gemm_q4_0, [QUANT_Q4_1] = x8p_gemm_q4_1, [QUANT_Q5_0] = x8_gemm_b5, [QUANT_Q5_1] = x8_gemm_b5,
         [QUANT_Q8_0] = x8p_gemm_q8_0,
-        [QUANT_Q4_K] = X8_Q4_K(gemm), X8V_Q6_K(gemm)
+        [QUANT_Q4_K] = x8k_gemm_q4_K, X8V_Q6_K(gemm)
     },
-    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q8_0] = true },
+    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q8_0] = true, [QUANT_Q4_K] = true },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
