@@ -39,9 +39,10 @@ int main(void) {
     }
     printf("path %s\n", bk_cpu_kernels_name(dev));
     const bool q8 = strstr(bk_cpu_kernels_name(dev), "+q8") != NULL;
-    const uint32_t types[] = { QUANT_Q4_0, QUANT_Q4_1, QUANT_Q8_0 };
-    const int64_t counts[] = { 1, 3, 4, 9, 16, 70 }, n_in = 256, n_out = 8 * 5 + 3, max_tok = 70;
+    const uint32_t types[] = { QUANT_Q4_0, QUANT_Q4_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q6_K };
+    const int64_t counts[] = { 1, 3, 4, 9, 16, 70 }, n_in = 512, n_out = 8 * 5 + 3, max_tok = 70;
     int passed = 0, failed = 0;
+    uint8_t *all_rows[sizeof types / sizeof types[0]] = { 0 };
     float *x = malloc((size_t)(max_tok * n_in) * sizeof *x), *w = malloc((size_t)n_in * sizeof *w);
     float *alone = malloc((size_t)(max_tok * n_out) * sizeof *alone), *y = malloc((size_t)(max_tok * n_out) * sizeof *y);
     for (int64_t i = 0; i < max_tok * n_in; i++)
@@ -50,7 +51,9 @@ int main(void) {
         const uint32_t type = types[ti];
         uint64_t rb = 0;
         quant_row_bytes(type, n_in, &rb);
-        uint8_t *rows = malloc((size_t)rb * (size_t)n_out);
+        /* every type's rows stay allocated to the end: the device finds kept layouts by address,
+         * and a freed buffer's address handed out again would name the last type's layout */
+        uint8_t *rows = all_rows[ti] = malloc((size_t)rb * (size_t)n_out);
         for (int64_t o = 0; o < n_out; o++)
             fill_row(type, rows + (size_t)o * rb, n_in);
         bk_tensor kept = bk_view(NULL, type, n_in, n_out, rows), plain = kept;
@@ -64,8 +67,12 @@ int main(void) {
             bad += matmul(dev, &kept, x, counts[ci], y);
             for (int64_t t = 0; t < counts[ci]; t++)
                 if (memcmp(y + t * n_out, alone + t * n_out, (size_t)n_out * sizeof *y) != 0) {
-                    printf("FAIL %s: token %lld of %lld differs from the token alone\n", quant_name(type), (long long)t,
-                           (long long)counts[ci]);
+                    int64_t o = 0;
+                    while (y[t * n_out + o] == alone[t * n_out + o])
+                        o++;
+                    printf("FAIL %s: token %lld of %lld differs from the token alone (first at row %lld: %.9g, alone %.9g)\n",
+                           quant_name(type), (long long)t, (long long)counts[ci], (long long)o, y[t * n_out + o],
+                           alone[t * n_out + o]);
                     bad++;
                 }
         }
@@ -95,8 +102,9 @@ int main(void) {
             failed++;
         else
             passed++;
-        free(rows);
     }
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        free(all_rows[ti]);
     free(x);
     free(w);
     free(alone);

@@ -990,107 +990,6 @@ AVX2 static void x8_repack_q5_1(const void *rows, size_t row_bytes, int64_t k, v
     x8_repack_b32(QUANT_Q5_1, sizeof(block_q5_1), rows, row_bytes, k, packed);
 }
 
-#if X86_VNNI
-/* Tokens per pass of the AVX-512 eight-row kernel below (its 32 registers hold them). */
-#define X8V_TOKENS 8
-
-/* Q6_K by eight rows on AVX-512: eight consecutive codes (0..63) of each of eight rows per 512-bit
- * vector; a 16-value group (one weight scale) is two maddubs, each followed by a madd with the
- * row's weight scale times the activation's sub-block scale, so the products stay exact integers
- * (|16002 * 16256 * 2| per madd lane); two groups are added in 32 bits (below 2^31) before they
- * go to float. The -32 offset is applied per block through the activations' code sums. Results
- * differ from the one-row kernels only in the order of float additions (tested). */
-typedef struct x8v_q6_K {
-    uint8_t codes[16][2][64]; /* [group of 16][values 8h .. 8h + 7][row * 8 + i] */
-    int16_t sc[16][32];       /* [group]: row r's scale in 16-bit lanes 4r .. 4r + 3 */
-    float scf[16][8];         /* [group][row] the same scale, for the offset term */
-    float d[8];               /* [row] */
-} x8v_q6_K;
-
-static size_t x8v_bytes_q6_K(int64_t k) {
-    return (size_t)(k / QK_K) * sizeof(x8v_q6_K);
-}
-
-AVX2 static void x8v_repack_q6_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8v_q6_K *p = packed;
-    for (int64_t b = 0; b < k / QK_K; b++) {
-        for (int r = 0; r < 8; r++) {
-            const block_q6_K *w = (const block_q6_K *)((const char *)rows + (size_t)r * row_bytes) + b;
-            uint8_t codes[256];
-            for (int half = 0; half < 2; half++) {
-                __m256i q[4];
-                q6_unpack(w->ql + 64 * half, w->qh + 32 * half, q);
-                for (int j = 0; j < 4; j++)
-                    _mm256_storeu_si256((__m256i *)(codes + 128 * half + 32 * j), q[j]);
-            }
-            for (int g = 0; g < 16; g++) {
-                memcpy(p[b].codes[g][0] + 8 * r, codes + 16 * g, 8);
-                memcpy(p[b].codes[g][1] + 8 * r, codes + 16 * g + 8, 8);
-                for (int i = 0; i < 4; i++)
-                    p[b].sc[g][4 * r + i] = w->scales[g];
-                p[b].scf[g][r] = (float)w->scales[g];
-            }
-            p[b].d[r] = h2f(w->d);
-        }
-    }
-}
-
-AVX2 static void x8v_gemm_q6_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    const x8v_q6_K *p = packed;
-    const int64_t nb = k / QK_K;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += X8V_TOKENS) {
-        const int nt = n_tok - t0 < X8V_TOKENS ? (int)(n_tok - t0) : X8V_TOKENS;
-        const act_q8_256 *x[X8V_TOKENS];
-        __m256 acc[X8V_TOKENS];
-        for (int t = 0; t < X8V_TOKENS; t++) {
-            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
-            acc[t] = _mm256_setzero_ps();
-        }
-        for (int64_t b = 0; b < nb; b++) {
-            const x8v_q6_K *pb = p + b;
-            __m512 f16[X8V_TOKENS];
-            for (int t = 0; t < X8V_TOKENS; t++)
-                f16[t] = _mm512_setzero_ps();
-            for (int g2 = 0; g2 < 16; g2 += 2) {
-                __m512i i32[X8V_TOKENS];
-                for (int t = 0; t < X8V_TOKENS; t++)
-                    i32[t] = _mm512_setzero_si512();
-                for (int g = g2; g < g2 + 2; g++) {
-                    const __m512i c0 = _mm512_loadu_si512(pb->codes[g][0]), c1 = _mm512_loadu_si512(pb->codes[g][1]);
-                    const __m512i wsc = _mm512_loadu_si512(pb->sc[g]);
-                    for (int t = 0; t < X8V_TOKENS; t++) {
-                        const __m512i s16 = _mm512_mullo_epi16(wsc, _mm512_set1_epi16(x[t][b].sp[g]));
-                        int64_t lo, hi;
-                        memcpy(&lo, x[t][b].q + 16 * g, 8);
-                        memcpy(&hi, x[t][b].q + 16 * g + 8, 8);
-                        i32[t] = _mm512_add_epi32(i32[t], _mm512_madd_epi16(_mm512_maddubs_epi16(c0, _mm512_set1_epi64(lo)), s16));
-                        i32[t] = _mm512_add_epi32(i32[t], _mm512_madd_epi16(_mm512_maddubs_epi16(c1, _mm512_set1_epi64(hi)), s16));
-                    }
-                }
-                for (int t = 0; t < X8V_TOKENS; t++)
-                    f16[t] = _mm512_add_ps(f16[t], _mm512_cvtepi32_ps(i32[t]));
-            }
-            const __m256 dw = _mm256_loadu_ps(pb->d);
-            for (int t = 0; t < X8V_TOKENS; t++) {
-                /* each row's two lanes added (the high float moved onto the low one), then narrowed */
-                const __m512 pairs = _mm512_add_ps(f16[t], _mm512_castsi512_ps(_mm512_srli_epi64(_mm512_castps_si512(f16[t]), 32)));
-                const __m256 rows8 = _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_castps_si512(pairs)));
-                /* the offset: 32 * sum over groups of scale * sub-block scale * code sum */
-                __m256 off = _mm256_setzero_ps();
-                for (int g = 0; g < 16; g++)
-                    off = _mm256_fmadd_ps(_mm256_loadu_ps(pb->scf[g]), _mm256_set1_ps((float)(x[t][b].sp[g] * x[t][b].bsums[g])), off);
-                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[t][b].d)), _mm256_fnmadd_ps(_mm256_set1_ps(32.0f), off, rows8),
-                                         acc[t]);
-            }
-        }
-        for (int t = 0; t < nt; t++)
-            _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
-    }
-}
-#define X8V_Q6_K(f) [QUANT_Q6_K] = x8v_##f##_q6_K,
-#else
-#define X8V_Q6_K(f)
-#endif
 
 /* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass */
 AVX2 static inline void x8_gemm_b32(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok,
@@ -1498,6 +1397,112 @@ AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, const void *xq, si
     }
 }
 
+/* ---- Q6_K kept by eight rows ----
+ * The same idea for Q6_K, again exactly the rows' bytes, in the order the kernel reads them (one
+ * stream: with the low and high bits in separate regions it streamed at a third of the speed):
+ * the rows' 16 scales transposed (one vector of eight rows each) and d, then per half block h and
+ * group g of four values the two vectors of low-nibble bytes and the vector of high-bit bytes that
+ * q6_unpack turns into four code vectors (values 128h + 32k + 4g .. + 3 of every row, k = 0..3).
+ * The codes are stored plus 32: the offset comes back out through the activations' 16-value sums. */
+typedef struct x8k_q6_K {
+    int8_t scales[16][8];    /* [16-value group][row] */
+    uint16_t d[8];           /* [row] */
+    uint8_t q[2][8][3][32];  /* [h][g][ql 0, ql 1, qh][row * 4 + i] */
+} x8k_q6_K;
+
+static size_t x8k_bytes_q6_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8k_q6_K);
+}
+
+static void x8k_repack_q6_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8k_q6_K *p = packed;
+    for (int64_t b = 0; b < k / QK_K; b++)
+        for (int r = 0; r < 8; r++) {
+            const block_q6_K *w = (const block_q6_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+            for (int h = 0; h < 2; h++)
+                for (int g = 0; g < 8; g++) {
+                    memcpy(&p[b].q[h][g][0][4 * r], w->ql + 64 * h + 4 * g, 4);
+                    memcpy(&p[b].q[h][g][1][4 * r], w->ql + 64 * h + 32 + 4 * g, 4);
+                    memcpy(&p[b].q[h][g][2][4 * r], w->qh + 32 * h + 4 * g, 4);
+                }
+            for (int i = 0; i < 16; i++)
+                p[b].scales[i][r] = w->scales[i];
+            p[b].d[r] = w->d;
+        }
+}
+
+/* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT. */
+AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t nb, const act_q8_256 *const x[4], float *y,
+                                             size_t ys) {
+    __m256 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const x8k_q6_K *pb = p + b;
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d));
+        __m256 off[4]; /* the +32 of the codes: sum over groups of d sc * (sub-scale * the group's code sum) */
+        for (int t = 0; t < NT; t++)
+            off[t] = _mm256_setzero_ps();
+        for (int h = 0; h < 2; h++)
+            for (int gg = 0; gg < 2; gg++) { /* the groups of 16 values: g = 4gg .. 4gg + 3 */
+                __m256i s[4][4];
+                for (int k = 0; k < 4; k++)
+                    for (int t = 0; t < NT; t++)
+                        s[k][t] = _mm256_setzero_si256();
+                for (int g = 4 * gg; g < 4 * gg + 4; g++) {
+                    __m256i q[4];
+                    /* the same bytes PREFETCH_AHEAD on, asked for as they are used (a block's
+                     * 27 lines asked for at once stall the loads behind them) */
+                    _mm_prefetch((const char *)pb->q[h][g][0] + PREFETCH_AHEAD, _MM_HINT_T0);
+                    if (g % 2 == 0)
+                        _mm_prefetch((const char *)pb->q[h][g][2] + PREFETCH_AHEAD, _MM_HINT_T0);
+                    if (h == 1 && g < 3)
+                        _mm_prefetch((const char *)pb + 64 * g + PREFETCH_AHEAD, _MM_HINT_T0);
+                    q6_unpack(pb->q[h][g][0], pb->q[h][g][2], q);
+                    for (int t = 0; t < NT; t++)
+                        for (int k = 0; k < 4; k++) {
+                            int32_t a;
+                            memcpy(&a, x[t][b].q + 128 * h + 32 * k + 4 * g, 4);
+#if X86_VNNI
+                            s[k][t] = _mm256_dpbusd_epi32(s[k][t], q[k], _mm256_set1_epi32(a));
+#else
+                            s[k][t] = _mm256_add_epi32(s[k][t], dot_u8s8(q[k], _mm256_set1_epi32(a)));
+#endif
+                        }
+                }
+                for (int k = 0; k < 4; k++) {
+                    const int i = 8 * h + 2 * k + gg;
+                    const __m256 wsc = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)pb->scales[i]))));
+                    for (int t = 0; t < NT; t++) {
+                        const float xs = x[t][b].d * (float)x[t][b].s[4 * h + k];
+                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(wsc, _mm256_set1_ps(xs)), i32_ps(s[k][t]), acc[t]);
+                        off[t] = _mm256_fmadd_ps(wsc, _mm256_set1_ps((float)(x[t][b].s[4 * h + k] * x[t][b].bsums[i])), off[t]);
+                    }
+                }
+            }
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-32.0f * x[t][b].d), off[t], acc[t]);
+    }
+    for (int t = 0; t < NT; t++)
+        _mm256_storeu_ps(y + (size_t)t * ys, acc[t]);
+}
+
+AVX2 static void x8k_gemm_q6_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
+        const act_q8_256 *x[4];
+        for (int t = 0; t < 4; t++)
+            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
+        float *yt = y + (size_t)t0 * ys;
+        switch (nt) {
+        case 1: x8k_pass_q6_K(1, packed, k / QK_K, x, yt, ys); break;
+        case 2: x8k_pass_q6_K(2, packed, k / QK_K, x, yt, ys); break;
+        case 3: x8k_pass_q6_K(3, packed, k / QK_K, x, yt, ys); break;
+        default: x8k_pass_q6_K(4, packed, k / QK_K, x, yt, ys); break;
+        }
+    }
+}
+
 
 static const cpu_kernels avx2 = {
     .name = X86_PATH_NAME,
@@ -1524,19 +1529,19 @@ static const cpu_kernels avx2 = {
     .x8_bytes = {
         [QUANT_Q4_0] = x8p_bytes_q4_0, [QUANT_Q4_1] = x8p_bytes_q4_1, [QUANT_Q5_0] = x8_bytes_b32, [QUANT_Q5_1] = x8_bytes_b32,
         [QUANT_Q8_0] = x8p_bytes_q8_0,
-        [QUANT_Q4_K] = x8k_bytes_q4_K, X8V_Q6_K(bytes)
+        [QUANT_Q4_K] = x8k_bytes_q4_K, [QUANT_Q6_K] = x8k_bytes_q6_K,
     },
     .x8_repack = {
         [QUANT_Q4_0] = x8p_repack_q4_0, [QUANT_Q4_1] = x8p_repack_q4_1, [QUANT_Q5_0] = x8_repack_q5_0, [QUANT_Q5_1] = x8_repack_q5_1,
         [QUANT_Q8_0] = x8p_repack_q8_0,
-        [QUANT_Q4_K] = x8k_repack_q4_K, X8V_Q6_K(repack)
+        [QUANT_Q4_K] = x8k_repack_q4_K, [QUANT_Q6_K] = x8k_repack_q6_K,
     },
     .x8_gemm = {
         [QUANT_Q4_0] = x8p_gemm_q4_0, [QUANT_Q4_1] = x8p_gemm_q4_1, [QUANT_Q5_0] = x8_gemm_b5, [QUANT_Q5_1] = x8_gemm_b5,
         [QUANT_Q8_0] = x8p_gemm_q8_0,
-        [QUANT_Q4_K] = x8k_gemm_q4_K, X8V_Q6_K(gemm)
+        [QUANT_Q4_K] = x8k_gemm_q4_K, [QUANT_Q6_K] = x8k_gemm_q6_K,
     },
-    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q8_0] = true, [QUANT_Q4_K] = true },
+    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q8_0] = true, [QUANT_Q4_K] = true, [QUANT_Q6_K] = true },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
