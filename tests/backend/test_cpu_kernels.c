@@ -485,7 +485,9 @@ int main(void) {
                 continue;
             const quant_traits *t = quant_get(type);
             const int64_t k8 = 3 * 256;
-            const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size, xs = (size_t)(k8 / 32) * sizeof(act_q8_32);
+            const bool kq = t->block_size == QK_K; /* K-quants take activations in blocks of 256 */
+            const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size;
+            const size_t xs = kq ? (size_t)(k8 / QK_K) * sizeof(act_q8_256) : (size_t)(k8 / 32) * sizeof(act_q8_32);
             uint8_t *rows8 = malloc(8 * rb), *packed = malloc(all[p]->x8_bytes[type](k8));
             char *a8 = malloc(9 * xs);
             for (int r = 0; r < 8; r++)
@@ -493,7 +495,10 @@ int main(void) {
             for (int tok = 0; tok < 9; tok++) {
                 for (int64_t i = 0; i < k8; i++)
                     x[i] = rnd_unit() * (i == 29 * tok ? 100.0f : 1.0f);
-                cpu_quantize_q8_32(x, (act_q8_32 *)(a8 + tok * xs), k8);
+                if (kq)
+                    cpu_quantize_q8_256(x, (act_q8_256 *)(a8 + tok * xs), k8);
+                else
+                    cpu_quantize_q8_32(x, (act_q8_32 *)(a8 + tok * xs), k8);
             }
             all[p]->x8_repack[type](rows8, rb, k8, packed);
             float all9[9 * 8], part[9 * 8];
