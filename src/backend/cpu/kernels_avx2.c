@@ -1403,7 +1403,8 @@ AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, const void *xq, si
  * the rows' 16 scales transposed (one vector of eight rows each) and d, then per half block h and
  * group g of four values the two vectors of low-nibble bytes and the vector of high-bit bytes that
  * q6_unpack turns into four code vectors (values 128h + 32k + 4g .. + 3 of every row, k = 0..3).
- * The codes are stored plus 32: the offset comes back out through the activations' 16-value sums. */
+ * The codes are stored plus 32: the offset comes out of each group's integer sum through the
+ * activations' 16-value code sums. */
 typedef struct x8k_q6_K {
     int8_t scales[16][8];    /* [16-value group][row] */
     uint16_t d[8];           /* [row] */
@@ -1440,9 +1441,6 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
     for (int64_t b = 0; b < nb; b++) {
         const x8k_q6_K *pb = p + b;
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d));
-        __m256 off[4]; /* the +32 of the codes: sum over groups of d sc * (sub-scale * the group's code sum) */
-        for (int t = 0; t < NT; t++)
-            off[t] = _mm256_setzero_ps();
         for (int h = 0; h < 2; h++)
             for (int gg = 0; gg < 2; gg++) { /* the groups of 16 values: g = 4gg .. 4gg + 3 */
                 __m256i s[4][4];
@@ -1474,14 +1472,14 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
                     const int i = 8 * h + 2 * k + gg;
                     const __m256 wsc = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)pb->scales[i]))));
                     for (int t = 0; t < NT; t++) {
+                        /* the +32 of the codes out of the group's exact integer sum: 32 times the
+                         * activations' code sum over the same 16 values */
+                        const __m256i exact = _mm256_sub_epi32(s[k][t], _mm256_set1_epi32(32 * x[t][b].bsums[i]));
                         const float xs = x[t][b].d * (float)x[t][b].s[4 * h + k];
-                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(wsc, _mm256_set1_ps(xs)), i32_ps(s[k][t]), acc[t]);
-                        off[t] = _mm256_fmadd_ps(wsc, _mm256_set1_ps((float)(x[t][b].s[4 * h + k] * x[t][b].bsums[i])), off[t]);
+                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(wsc, _mm256_set1_ps(xs)), i32_ps(exact), acc[t]);
                     }
                 }
             }
-        for (int t = 0; t < NT; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-32.0f * x[t][b].d), off[t], acc[t]);
     }
     for (int t = 0; t < NT; t++)
         _mm256_storeu_ps(y + (size_t)t * ys, acc[t]);
