@@ -54,7 +54,7 @@ brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, co
 
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const int64_t B = p.n_batch;
-    const uint32_t kv_elem = p.kv_type == BRASA_KV_F32 ? 4 : 2;
+    const uint32_t kv_elem = (uint32_t)quant_get(layout_kv_quant(&p))->type_size;
     for (int il = 0; il < hp->n_layer; il++) {
         out->kv_bytes += 2 * (uint64_t)p.n_seq * layout_bytes(KV, arch_kv_rows(hp, il, p.n_ctx, p.n_batch), kv_elem);
         out->kv_bytes_full += 2 * (uint64_t)p.n_seq * layout_bytes(KV, p.n_ctx, kv_elem);

@@ -1381,21 +1381,6 @@ AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t 
         _mm256_storeu_ps(y + (size_t)t * ys, acc[t]);
 }
 
-AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
-        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
-        const act_q8_256 *x[4];
-        for (int t = 0; t < 4; t++)
-            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
-        float *yt = y + (size_t)t0 * ys;
-        switch (nt) {
-        case 1: x8k_pass_q4_K(1, packed, k / QK_K, x, yt, ys); break;
-        case 2: x8k_pass_q4_K(2, packed, k / QK_K, x, yt, ys); break;
-        case 3: x8k_pass_q4_K(3, packed, k / QK_K, x, yt, ys); break;
-        default: x8k_pass_q4_K(4, packed, k / QK_K, x, yt, ys); break;
-        }
-    }
-}
 
 /* ---- Q6_K kept by eight rows ----
  * The same idea for Q6_K, again exactly the rows' bytes, in the order the kernel reads them (one
@@ -1485,7 +1470,18 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
         _mm256_storeu_ps(y + (size_t)t * ys, acc[t]);
 }
 
-AVX2 static void x8k_gemm_q6_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+/* The pass of one K-quant format, constant after inlining. */
+AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int NT, const void *packed, int64_t nb, const act_q8_256 *const x[4],
+                                        float *y, size_t ys) {
+    if (type == QUANT_Q6_K)
+        x8k_pass_q6_K(NT, packed, nb, x, y, ys);
+    else
+        x8k_pass_q4_K(NT, packed, nb, x, y, ys);
+}
+
+/* Tokens four at a time, the last pass with the one to three left (as x8p_gemm_32). */
+AVX2 static KERNEL_INLINE void x8k_gemm_256(uint32_t type, const void *packed, int64_t k, const void *xq, size_t xs,
+                                            int64_t n_tok, float *y, size_t ys) {
     for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
         const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
         const act_q8_256 *x[4];
@@ -1493,12 +1489,19 @@ AVX2 static void x8k_gemm_q6_K(const void *packed, int64_t k, const void *xq, si
             x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
         float *yt = y + (size_t)t0 * ys;
         switch (nt) {
-        case 1: x8k_pass_q6_K(1, packed, k / QK_K, x, yt, ys); break;
-        case 2: x8k_pass_q6_K(2, packed, k / QK_K, x, yt, ys); break;
-        case 3: x8k_pass_q6_K(3, packed, k / QK_K, x, yt, ys); break;
-        default: x8k_pass_q6_K(4, packed, k / QK_K, x, yt, ys); break;
+        case 1: x8k_pass(type, 1, packed, k / QK_K, x, yt, ys); break;
+        case 2: x8k_pass(type, 2, packed, k / QK_K, x, yt, ys); break;
+        case 3: x8k_pass(type, 3, packed, k / QK_K, x, yt, ys); break;
+        default: x8k_pass(type, 4, packed, k / QK_K, x, yt, ys); break;
         }
     }
+}
+
+AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8k_gemm_256(QUANT_Q4_K, packed, k, xq, xs, n_tok, y, ys);
+}
+AVX2 static void x8k_gemm_q6_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8k_gemm_256(QUANT_Q6_K, packed, k, xq, xs, n_tok, y, ys);
 }
 
 
