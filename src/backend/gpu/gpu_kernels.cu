@@ -1,0 +1,566 @@
+/* gpu_kernels.cu: every operation the models need, in the one dialect of gpu_port.h, for NVIDIA,
+ * AMD and the tests' CPU executor alike.
+ *
+ * Weights are read in pieces of eight values: each block format says how to dequantize piece p
+ * of a row (gk_load8), and the products are written once over that. Decode is one warp per output
+ * row, its lanes striding over the row's pieces; prefill is a 64x64 tile per block of 256 threads
+ * through shared memory. Attention is one warp per (token, head), keys a warp at a time with a
+ * running maximum and sum (flash-attention style: scores never stored). Reductions are warp
+ * shuffles over warpSize lanes, whatever the width.
+ */
+#include "gpu_port.h"
+
+#include <math.h>
+
+#include "backend/gpu/gpu_kernels.h"
+extern "C" {
+#include "quant/quant.h" /* the type numbers and block sizes only: its functions are host code */
+}
+
+/* ---- block formats: piece p (values 8p .. 8p+7) of a row ---- */
+
+static __device__ __forceinline__ float gk_half(const uint8_t *p) { return gp_half_to_float(*(const uint16_t *)p); }
+
+/* the j-th 6-bit scale and minimum of a Q4_K/Q5_K block (the layout quant.h describes) */
+static __device__ __forceinline__ void gk_k_scale_min(int j, const uint8_t *s, float *scale, float *min) {
+    if (j < 4) {
+        *scale = (float)(s[j] & 63);
+        *min = (float)(s[j + 4] & 63);
+    } else {
+        *scale = (float)((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
+        *min = (float)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
+
+template <int T> __device__ void gk_load8(const uint8_t *row, int64_t p, int64_t n_in, float v[8]);
+
+template <> __device__ __forceinline__ void gk_load8<QUANT_F32>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    const float *r = (const float *)row;
+    for (int i = 0; i < 8; i++)
+        v[i] = p * 8 + i < n_in ? r[p * 8 + i] : 0.0f;
+}
+
+template <> __device__ __forceinline__ void gk_load8<QUANT_F16>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    const uint16_t *r = (const uint16_t *)row;
+    for (int i = 0; i < 8; i++)
+        v[i] = p * 8 + i < n_in ? gp_half_to_float(r[p * 8 + i]) : 0.0f;
+}
+
+template <> __device__ __forceinline__ void gk_load8<QUANT_BF16>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    const uint16_t *r = (const uint16_t *)row;
+    for (int i = 0; i < 8; i++)
+        v[i] = p * 8 + i < n_in ? gp_bits_to_float((uint32_t)r[p * 8 + i] << 16) : 0.0f;
+}
+
+/* Legacy formats: one 32-value block per four pieces; values 0..15 are low nibbles, 16..31 high. */
+template <> __device__ __forceinline__ void gk_load8<QUANT_Q4_0>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    (void)n_in;
+    const uint8_t *b = row + (p >> 2) * 18, *qs = b + 2;
+    const float d = gk_half(b);
+    const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    for (int i = 0; i < 8; i++)
+        v[i] = d * (float)(((qs[base + i] >> shift) & 15) - 8);
+}
+
+template <> __device__ __forceinline__ void gk_load8<QUANT_Q4_1>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    (void)n_in;
+    const uint8_t *b = row + (p >> 2) * 20, *qs = b + 4;
+    const float d = gk_half(b), m = gk_half(b + 2);
+    const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    for (int i = 0; i < 8; i++)
+        v[i] = d * (float)((qs[base + i] >> shift) & 15) + m;
+}
+
+static __device__ __forceinline__ uint32_t gk_u32(const uint8_t *q) {
+    return (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+}
+
+/* Q5: value j's fifth bit is bit j of the 32-bit qh */
+template <> __device__ __forceinline__ void gk_load8<QUANT_Q5_0>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    (void)n_in;
+    const uint8_t *b = row + (p >> 2) * 22, *qs = b + 6;
+    const float d = gk_half(b);
+    const uint32_t qh = gk_u32(b + 2);
+    const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    for (int i = 0; i < 8; i++)
+        v[i] = d * (float)((int)(((qs[base + i] >> shift) & 15) | ((qh >> (j0 + i)) & 1) << 4) - 16);
+}
+
+template <> __device__ __forceinline__ void gk_load8<QUANT_Q5_1>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    (void)n_in;
+    const uint8_t *b = row + (p >> 2) * 24, *qs = b + 8;
+    const float d = gk_half(b), m = gk_half(b + 2);
+    const uint32_t qh = gk_u32(b + 4);
+    const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    for (int i = 0; i < 8; i++)
+        v[i] = d * (float)(((qs[base + i] >> shift) & 15) | ((qh >> (j0 + i)) & 1) << 4) + m;
+}
+
+template <> __device__ __forceinline__ void gk_load8<QUANT_Q8_0>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    (void)n_in;
+    const uint8_t *b = row + (p >> 2) * 34;
+    const int8_t *qs = (const int8_t *)(b + 2) + (p & 3) * 8;
+    const float d = gk_half(b);
+    for (int i = 0; i < 8; i++)
+        v[i] = d * (float)qs[i];
+}
+
+/* K-quants: 256-value super-blocks of eight 32-value sub-blocks; piece p lies in sub-block
+ * (p / 4) mod 8. Q4_K/Q5_K: sub-blocks 2k and 2k+1 share 32 bytes of codes, low then high nibbles. */
+template <> __device__ __forceinline__ void gk_load8<QUANT_Q4_K>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    (void)n_in;
+    const uint8_t *b = row + (p >> 5) * 144;
+    const int sub = (int)(p >> 2) & 7, l0 = (int)(p & 3) * 8, shift = (sub & 1) * 4;
+    float sc, mn;
+    gk_k_scale_min(sub, b + 4, &sc, &mn);
+    const float d = gk_half(b) * sc, m = gk_half(b + 2) * mn;
+    const uint8_t *qs = b + 16 + 32 * (sub >> 1) + l0;
+    for (int i = 0; i < 8; i++)
+        v[i] = d * (float)((qs[i] >> shift) & 15) - m;
+}
+
+template <> __device__ __forceinline__ void gk_load8<QUANT_Q5_K>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    (void)n_in;
+    const uint8_t *b = row + (p >> 5) * 176;
+    const int sub = (int)(p >> 2) & 7, l0 = (int)(p & 3) * 8, shift = (sub & 1) * 4;
+    float sc, mn;
+    gk_k_scale_min(sub, b + 4, &sc, &mn);
+    const float d = gk_half(b) * sc, m = gk_half(b + 2) * mn;
+    const uint8_t *qh = b + 16 + l0, *qs = b + 48 + 32 * (sub >> 1) + l0;
+    for (int i = 0; i < 8; i++)
+        v[i] = d * (float)(((qs[i] >> shift) & 15) | ((qh[i] >> sub) & 1) << 4) - m;
+}
+
+/* Q6_K: two halves of 128 values; in a half, 32-value group k takes its low nibbles from ql
+ * (bytes 0..31 for k = 0, 2; 32..63 for k = 1, 3; low nibble for k < 2) and its two high bits
+ * from bits 2k of qh; a scale per 16 values. */
+template <> __device__ __forceinline__ void gk_load8<QUANT_Q6_K>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
+    (void)n_in;
+    const uint8_t *b = row + (p >> 5) * 210;
+    const int sub = (int)(p >> 2) & 7, half = sub >> 2, k = sub & 3, l0 = (int)(p & 3) * 8;
+    const uint8_t *ql = b + 64 * half + 32 * (k & 1) + l0, *qh = b + 128 + 32 * half + l0;
+    const int8_t *sc = (const int8_t *)(b + 192) + 8 * half;
+    const float d = gk_half(b + 208) * (float)sc[l0 / 16 + 2 * k];
+    const int shift = (k >> 1) * 4;
+    for (int i = 0; i < 8; i++)
+        v[i] = d * (float)((int)(((ql[i] >> shift) & 15) | ((qh[i] >> (2 * k)) & 3) << 4) - 32);
+}
+
+/* ---- products ---- */
+
+/* One warp per output row, for up to GK_MATVEC_TOKENS_MAX tokens: the row is read once for all. */
+template <int T>
+__global__ void gk_matvec_kernel(const uint8_t *w, size_t w_row_bytes, int64_t n_out, int64_t n_in, const float *x,
+                                 int64_t x_stride, int n_tok, const float *bias, float *y, int64_t y_stride) {
+    const int lane = (int)(threadIdx.x % warpSize), warps = (int)(blockDim.x / warpSize);
+    const int64_t r = (int64_t)blockIdx.x * warps + threadIdx.x / warpSize;
+    if (r >= n_out)
+        return; /* the whole warp leaves together */
+    const uint8_t *row = w + (size_t)r * w_row_bytes;
+    const int64_t n_pieces = (n_in + 7) / 8;
+    float acc[GK_MATVEC_TOKENS_MAX];
+    for (int t = 0; t < GK_MATVEC_TOKENS_MAX; t++)
+        acc[t] = 0.0f;
+    for (int64_t p = lane; p < n_pieces; p += warpSize) {
+        float v[8];
+        gk_load8<T>(row, p, n_in, v);
+        const int n = p * 8 + 8 <= n_in ? 8 : (int)(n_in - p * 8);
+        for (int t = 0; t < GK_MATVEC_TOKENS_MAX; t++) {
+            if (t >= n_tok)
+                break;
+            const float *xt = x + t * x_stride + p * 8;
+            float s = 0.0f;
+            for (int i = 0; i < n; i++)
+                s += v[i] * xt[i];
+            acc[t] += s;
+        }
+    }
+    for (int t = 0; t < n_tok; t++) {
+        const float s = gp_warp_sum(acc[t]);
+        if (lane == 0)
+            y[t * y_stride + r] = s + (bias ? bias[r] : 0.0f);
+    }
+}
+
+#define GK_TILE 64   /* output rows and tokens per block */
+#define GK_TILE_K 32 /* values of the inner dimension per step: four pieces */
+#define GK_TILE_THREADS 256
+
+/* A 64 x 64 tile of y per block: each step dequantizes 64 rows x 32 values of w and loads 64
+ * tokens x 32 values of x into shared memory, then each thread adds to its 4 x 4 outputs (rows
+ * tx + 16i, tokens ty + 16j: neighbouring threads write neighbouring rows). */
+template <int T>
+__global__ void gk_matmul_tile_kernel(const uint8_t *w, size_t w_row_bytes, int64_t n_out, int64_t n_in, const float *x,
+                                      int64_t x_stride, int64_t n_tok, const float *bias, float *y, int64_t y_stride) {
+    __shared__ float ws[GK_TILE_K][GK_TILE + 1];
+    __shared__ float xs[GK_TILE_K][GK_TILE + 1];
+    const int64_t row_tiles = (n_out + GK_TILE - 1) / GK_TILE;
+    const int64_t row0 = (int64_t)(blockIdx.x % row_tiles) * GK_TILE, tok0 = (int64_t)(blockIdx.x / row_tiles) * GK_TILE;
+    const int tid = (int)threadIdx.x, tx = tid % 16, ty = tid / 16;
+    const int load_row = tid / 4, load_part = tid % 4; /* 256 threads: 64 rows (or tokens) x 4 pieces */
+    const int64_t n_pieces = (n_in + 7) / 8;
+    float acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0f;
+    for (int64_t k0 = 0; k0 < n_in; k0 += GK_TILE_K) {
+        float v[8];
+        const int64_t r = row0 + load_row, p = k0 / 8 + load_part;
+        if (r < n_out && p < n_pieces)
+            gk_load8<T>(w + (size_t)r * w_row_bytes, p, n_in, v);
+        else
+            for (int i = 0; i < 8; i++)
+                v[i] = 0.0f;
+        const int64_t t = tok0 + load_row;
+        for (int i = 0; i < 8; i++) {
+            const int64_t k = k0 + load_part * 8 + i;
+            ws[load_part * 8 + i][load_row] = v[i];
+            xs[load_part * 8 + i][load_row] = t < n_tok && k < n_in ? x[t * x_stride + k] : 0.0f;
+        }
+        __syncthreads();
+        for (int k = 0; k < GK_TILE_K; k++) {
+            float a[4], b[4];
+            for (int i = 0; i < 4; i++) {
+                a[i] = ws[k][tx + 16 * i];
+                b[i] = xs[k][ty + 16 * i];
+            }
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            const int64_t r = row0 + tx + 16 * i, t = tok0 + ty + 16 * j;
+            if (r < n_out && t < n_tok)
+                y[t * y_stride + r] = acc[i][j] + (bias ? bias[r] : 0.0f);
+        }
+}
+
+/* One block per looked-up row. */
+template <int T>
+__global__ void gk_get_rows_kernel(const uint8_t *table, size_t row_bytes, int64_t ne0, const int32_t *ids, float *y,
+                                   int64_t y_stride) {
+    const uint8_t *row = table + (size_t)ids[blockIdx.x] * row_bytes;
+    float *out = y + (int64_t)blockIdx.x * y_stride;
+    for (int64_t p = threadIdx.x; p < (ne0 + 7) / 8; p += blockDim.x) {
+        float v[8];
+        gk_load8<T>(row, p, ne0, v);
+        for (int i = 0; i < 8 && p * 8 + i < ne0; i++)
+            out[p * 8 + i] = v[i];
+    }
+}
+
+#define GK_WARPS_PER_BLOCK 4
+
+template <int T> static int gk_matmul_typed(const gk_exec *ex, const void *w, size_t w_row_bytes, int64_t n_out, int64_t n_in,
+                                            const float *x, int64_t x_stride, int64_t n_tok, const float *bias, float *y,
+                                            int64_t y_stride) {
+    const gp_stream s = (gp_stream)ex->stream;
+    const uint8_t *wb = (const uint8_t *)w;
+    if (n_tok <= GK_MATVEC_TOKENS_MAX) {
+        const dim3 grid((unsigned)((n_out + GK_WARPS_PER_BLOCK - 1) / GK_WARPS_PER_BLOCK)), block(GK_WARPS_PER_BLOCK * ex->warp);
+        GP_LAUNCH(gk_matvec_kernel<T>, grid, block, 0, s, wb, w_row_bytes, n_out, n_in, x, x_stride, (int)n_tok, bias, y,
+                  y_stride);
+    } else {
+        const int64_t tiles = ((n_out + GK_TILE - 1) / GK_TILE) * ((n_tok + GK_TILE - 1) / GK_TILE);
+        GP_LAUNCH(gk_matmul_tile_kernel<T>, dim3((unsigned)tiles), dim3(GK_TILE_THREADS), 0, s, wb, w_row_bytes, n_out, n_in, x,
+                  x_stride, n_tok, bias, y, y_stride);
+    }
+    return 0;
+}
+
+template <int T> static int gk_get_rows_typed(const gk_exec *ex, const void *table, size_t row_bytes, int64_t ne0,
+                                              const int32_t *ids, int64_t n, float *y, int64_t y_stride) {
+    GP_LAUNCH(gk_get_rows_kernel<T>, dim3((unsigned)n), dim3(GK_TILE_THREADS), 0, (gp_stream)ex->stream,
+              (const uint8_t *)table, row_bytes, ne0, ids, y, y_stride);
+    return 0;
+}
+
+/* One switch over the block formats, shared by every launcher that reads weights. */
+#define GK_FOR_TYPE(type, call)                                                                                          \
+    switch (type) {                                                                                                      \
+    case QUANT_F32: return call(QUANT_F32);                                                                              \
+    case QUANT_F16: return call(QUANT_F16);                                                                              \
+    case QUANT_BF16: return call(QUANT_BF16);                                                                            \
+    case QUANT_Q4_0: return call(QUANT_Q4_0);                                                                            \
+    case QUANT_Q4_1: return call(QUANT_Q4_1);                                                                            \
+    case QUANT_Q5_0: return call(QUANT_Q5_0);                                                                            \
+    case QUANT_Q5_1: return call(QUANT_Q5_1);                                                                            \
+    case QUANT_Q8_0: return call(QUANT_Q8_0);                                                                            \
+    case QUANT_Q4_K: return call(QUANT_Q4_K);                                                                            \
+    case QUANT_Q5_K: return call(QUANT_Q5_K);                                                                            \
+    case QUANT_Q6_K: return call(QUANT_Q6_K);                                                                            \
+    default: return -1;                                                                                                  \
+    }
+
+/* the formats' block sizes: a quantized row is a whole number of blocks */
+static int64_t gk_block_values(uint32_t type) {
+    switch (type) {
+    case QUANT_F32: case QUANT_F16: case QUANT_BF16: return 1;
+    case QUANT_Q4_0: case QUANT_Q4_1: case QUANT_Q5_0: case QUANT_Q5_1: case QUANT_Q8_0: return 32;
+    case QUANT_Q4_K: case QUANT_Q5_K: case QUANT_Q6_K: return 256;
+    default: return 0;
+    }
+}
+
+extern "C" int gk_supports(uint32_t type) { return gk_block_values(type) > 0; }
+
+extern "C" int gk_matmul(const gk_exec *ex, uint32_t type, const void *w, size_t w_row_bytes, int64_t n_out, int64_t n_in,
+                         const float *x, int64_t x_stride, int64_t n_tok, const float *bias, float *y, int64_t y_stride) {
+    const int64_t bv = gk_block_values(type);
+    if (bv == 0 || n_in <= 0 || n_in % bv != 0 || n_out <= 0 || n_tok <= 0)
+        return -1;
+#define GK_MATMUL_CALL(T) gk_matmul_typed<T>(ex, w, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride)
+    GK_FOR_TYPE(type, GK_MATMUL_CALL)
+#undef GK_MATMUL_CALL
+}
+
+extern "C" int gk_get_rows(const gk_exec *ex, uint32_t type, const void *table, size_t row_bytes, int64_t ne0, const int32_t *ids,
+                           int64_t n, float *y, int64_t y_stride) {
+    const int64_t bv = gk_block_values(type);
+    if (bv == 0 || ne0 <= 0 || ne0 % bv != 0 || n < 0)
+        return -1;
+    if (n == 0)
+        return 0;
+#define GK_GET_ROWS_CALL(T) gk_get_rows_typed<T>(ex, table, row_bytes, ne0, ids, n, y, y_stride)
+    GK_FOR_TYPE(type, GK_GET_ROWS_CALL)
+#undef GK_GET_ROWS_CALL
+}
+
+/* ---- norms and elementwise operations ---- */
+
+/* One warp per group of `group` values (a whole row, or one head of it). */
+__global__ void gk_rms_norm_kernel(const float *x, int64_t x_stride, int64_t n_groups, int64_t groups_per_row, const float *w,
+                                   int64_t group, float eps, float *y, int64_t y_stride) {
+    const int lane = (int)(threadIdx.x % warpSize);
+    const int64_t g = (int64_t)blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
+    if (g >= n_groups)
+        return;
+    const int64_t t = g / groups_per_row, off = (g % groups_per_row) * group;
+    const float *xr = x + t * x_stride + off;
+    float *yr = y + t * y_stride + off;
+    float ss = 0.0f;
+    for (int64_t i = lane; i < group; i += warpSize)
+        ss += xr[i] * xr[i];
+    ss = gp_warp_sum(ss);
+    const float scale = 1.0f / sqrtf(ss / (float)group + eps);
+    for (int64_t i = lane; i < group; i += warpSize)
+        yr[i] = w ? xr[i] * scale * w[i] : xr[i] * scale;
+}
+
+enum gk_elementwise { GK_ADD, GK_SCALE, GK_SOFTCAP, GK_SILU_MUL, GK_GELU_MUL };
+
+/* One thread per value of n_rows x ne0: y = op(a, b) (b unused by scale and softcap). */
+template <int OP>
+__global__ void gk_elementwise_kernel(const float *a, int64_t a_stride, const float *b, int64_t b_stride, float *y,
+                                      int64_t y_stride, int64_t n_rows, int64_t ne0, float c) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n_rows * ne0)
+        return;
+    const int64_t t = e / ne0, i = e % ne0;
+    const float v = a[t * a_stride + i];
+    float r;
+    if (OP == GK_ADD) {
+        r = v + b[t * b_stride + i];
+    } else if (OP == GK_SCALE) {
+        r = v * c;
+    } else if (OP == GK_SOFTCAP) {
+        r = c * tanhf(v / c);
+    } else if (OP == GK_SILU_MUL) {
+        r = v / (1.0f + expf(-v)) * b[t * b_stride + i];
+    } else {
+        r = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))) * b[t * b_stride + i];
+    }
+    y[t * y_stride + i] = r;
+}
+
+template <int OP> static int gk_elementwise(const gk_exec *ex, const float *a, int64_t as, const float *b, int64_t bs, float *y,
+                                            int64_t ys, int64_t n_rows, int64_t ne0, float c) {
+    if (n_rows < 0 || ne0 < 0)
+        return -1;
+    const int64_t n = n_rows * ne0;
+    if (n == 0)
+        return 0;
+    GP_LAUNCH(gk_elementwise_kernel<OP>, dim3((unsigned)((n + GK_TILE_THREADS - 1) / GK_TILE_THREADS)), dim3(GK_TILE_THREADS), 0,
+              (gp_stream)ex->stream, a, as, b, bs, y, ys, n_rows, ne0, c);
+    return 0;
+}
+
+extern "C" int gk_rms_norm(const gk_exec *ex, const float *x, int64_t x_stride, int64_t n_rows, int64_t ne0, const float *w,
+                           int64_t group, float eps, float *y, int64_t y_stride) {
+    if (group <= 0 || ne0 % group != 0 || n_rows < 0)
+        return -1;
+    const int64_t n_groups = n_rows * (ne0 / group);
+    if (n_groups == 0)
+        return 0;
+    GP_LAUNCH(gk_rms_norm_kernel, dim3((unsigned)((n_groups + GK_WARPS_PER_BLOCK - 1) / GK_WARPS_PER_BLOCK)),
+              dim3(GK_WARPS_PER_BLOCK * ex->warp), 0, (gp_stream)ex->stream, x, x_stride, n_groups, ne0 / group, w, group, eps,
+              y, y_stride);
+    return 0;
+}
+
+extern "C" int gk_add(const gk_exec *ex, const float *a, int64_t a_stride, const float *b, int64_t b_stride, float *y,
+                      int64_t y_stride, int64_t n_rows, int64_t ne0) {
+    return gk_elementwise<GK_ADD>(ex, a, a_stride, b, b_stride, y, y_stride, n_rows, ne0, 0.0f);
+}
+
+extern "C" int gk_scale(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_rows, int64_t ne0, float s) {
+    return gk_elementwise<GK_SCALE>(ex, x, x_stride, x, x_stride, x, x_stride, n_rows, ne0, s);
+}
+
+extern "C" int gk_softcap(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_rows, int64_t ne0, float cap) {
+    if (!(cap > 0.0f))
+        return -1;
+    return gk_elementwise<GK_SOFTCAP>(ex, x, x_stride, x, x_stride, x, x_stride, n_rows, ne0, cap);
+}
+
+extern "C" int gk_glu(const gk_exec *ex, const float *gate, int64_t gate_stride, const float *up, int64_t up_stride, float *y,
+                      int64_t y_stride, int64_t n_rows, int64_t ne0, int act) {
+    if (act == 0)
+        return gk_elementwise<GK_SILU_MUL>(ex, gate, gate_stride, up, up_stride, y, y_stride, n_rows, ne0, 0.0f);
+    if (act == 1)
+        return gk_elementwise<GK_GELU_MUL>(ex, gate, gate_stride, up, up_stride, y, y_stride, n_rows, ne0, 0.0f);
+    return -1;
+}
+
+/* ---- rotary embedding ---- */
+
+/* One thread per (token, pair index i): the angle in double, as the CPU reference takes it (at
+ * long positions float loses the low bits of pos * freq), then every head of the token. */
+__global__ void gk_rope_kernel(float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
+                               const int32_t *pos, float base, float freq_scale, int neox) {
+    const int half = rope_dim / 2;
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n_tok * half)
+        return;
+    const int64_t t = e / half;
+    const int i = (int)(e % half);
+    const double theta = (double)pos[t] * (double)freq_scale * pow((double)base, -2.0 * i / rope_dim);
+    const float c = (float)cos(theta), s = (float)sin(theta);
+    const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+    for (int h = 0; h < n_head; h++) {
+        float *v = x + t * x_stride + (int64_t)h * head_dim;
+        const float x0 = v[a], x1 = v[b];
+        v[a] = x0 * c - x1 * s;
+        v[b] = x0 * s + x1 * c;
+    }
+}
+
+extern "C" int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
+                       const int32_t *pos, float base, float freq_scale, int neox) {
+    if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0 || n_head <= 0 || n_tok < 0)
+        return -1;
+    const int64_t n = n_tok * (rope_dim / 2);
+    if (n == 0)
+        return 0;
+    GP_LAUNCH(gk_rope_kernel, dim3((unsigned)((n + GK_TILE_THREADS - 1) / GK_TILE_THREADS)), dim3(GK_TILE_THREADS), 0,
+              (gp_stream)ex->stream, x, x_stride, n_tok, n_head, head_dim, rope_dim, pos, base, freq_scale, neox);
+    return 0;
+}
+
+/* ---- KV cache ---- */
+
+__global__ void gk_f32_to_f16_kernel(const float *src, int64_t src_stride, uint16_t *dst, int64_t dst_stride, int64_t n_rows,
+                                     int64_t ne0) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n_rows * ne0)
+        return;
+    const int64_t t = e / ne0, i = e % ne0;
+    dst[t * dst_stride + i] = gp_float_to_half(src[t * src_stride + i]);
+}
+
+extern "C" int gk_f32_to_f16_rows(const gk_exec *ex, const float *src, int64_t src_stride, uint16_t *dst, int64_t dst_stride,
+                                  int64_t n_rows, int64_t ne0) {
+    if (n_rows < 0 || ne0 < 0)
+        return -1;
+    const int64_t n = n_rows * ne0;
+    if (n == 0)
+        return 0;
+    GP_LAUNCH(gk_f32_to_f16_kernel, dim3((unsigned)((n + GK_TILE_THREADS - 1) / GK_TILE_THREADS)), dim3(GK_TILE_THREADS), 0,
+              (gp_stream)ex->stream, src, src_stride, dst, dst_stride, n_rows, ne0);
+    return 0;
+}
+
+/* ---- attention ---- */
+
+#define GK_DIMS_PER_LANE (GK_HEAD_DIM_MAX / GP_WARP_MIN)
+
+template <bool F16> static __device__ __forceinline__ float gk_kv(const void *base, int64_t i) {
+    return F16 ? gp_half_to_float(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+}
+
+/* One warp per (token, query head). Keys come a warp at a time, one per lane: each lane scores
+ * its key against the whole query, the warp agrees on the new running maximum, and each lane then
+ * adds the tile's values (weights shuffled from their lanes) to the output dimensions it holds. */
+template <bool F16>
+__global__ void gk_attention_kernel(const float *q, int64_t q_stride, const void *k, const void *v, int64_t kv_stride,
+                                    int64_t kv_rows, const int32_t *pos, int64_t n_tok, int n_head, int n_head_kv, int head_dim,
+                                    float scale, float softcap, int window, float *out, int64_t out_stride) {
+    const int lane = (int)(threadIdx.x % warpSize), width = warpSize;
+    const int64_t item = (int64_t)blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
+    if (item >= n_tok * n_head)
+        return;
+    const int64_t t = item / n_head;
+    const int h = (int)(item % n_head), hk = h / (n_head / n_head_kv);
+    const float *qh = q + t * q_stride + (int64_t)h * head_dim;
+    const int64_t p = pos[t], first = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+    float m = -INFINITY, l = 0.0f, acc[GK_DIMS_PER_LANE];
+    for (int i = 0; i < GK_DIMS_PER_LANE; i++)
+        acc[i] = 0.0f;
+    for (int64_t s0 = first; s0 <= p; s0 += width) {
+        const int64_t j = s0 + lane;
+        float s = -INFINITY;
+        if (j <= p) {
+            const int64_t kr = (j % kv_rows) * kv_stride + (int64_t)hk * head_dim;
+            float dot = 0.0f;
+            for (int d = 0; d < head_dim; d++)
+                dot += qh[d] * gk_kv<F16>(k, kr + d);
+            s = dot * scale;
+            if (softcap > 0.0f)
+                s = softcap * tanhf(s / softcap);
+        }
+        const float tile_max = gp_warp_max(s), m_new = tile_max > m ? tile_max : m;
+        const float e = j <= p ? expf(s - m_new) : 0.0f, keep = expf(m - m_new); /* exp(-inf) = 0 on the first tile */
+        l = l * keep + gp_warp_sum(e);
+        m = m_new;
+        for (int i = 0; i < GK_DIMS_PER_LANE; i++)
+            acc[i] *= keep;
+        const int n = p + 1 - s0 < width ? (int)(p + 1 - s0) : width;
+        for (int kk = 0; kk < n; kk++) {
+            const float w = gp_shfl(e, kk);
+            const int64_t vr = ((s0 + kk) % kv_rows) * kv_stride + (int64_t)hk * head_dim;
+            for (int i = 0; i < GK_DIMS_PER_LANE; i++) {
+                const int d = lane + i * width;
+                if (d < head_dim)
+                    acc[i] += w * gk_kv<F16>(v, vr + d);
+            }
+        }
+    }
+    float *o = out + t * out_stride + (int64_t)h * head_dim;
+    for (int i = 0; i < GK_DIMS_PER_LANE; i++) {
+        const int d = lane + i * width;
+        if (d < head_dim)
+            o[d] = acc[i] / l;
+    }
+}
+
+extern "C" int gk_attention(const gk_exec *ex, const float *q, int64_t q_stride, const void *k, const void *v, int kv_f16,
+                            int64_t kv_stride, int64_t kv_rows, const int32_t *pos, int64_t n_tok, int n_head, int n_head_kv,
+                            int head_dim, float scale, float softcap, int window, float *out, int64_t out_stride) {
+    if (n_head_kv <= 0 || n_head % n_head_kv != 0 || head_dim <= 0 || head_dim > GK_HEAD_DIM_MAX || kv_rows <= 0 || n_tok < 0)
+        return -1;
+    const int64_t items = n_tok * n_head;
+    if (items == 0)
+        return 0;
+    const dim3 grid((unsigned)((items + GK_WARPS_PER_BLOCK - 1) / GK_WARPS_PER_BLOCK)), block(GK_WARPS_PER_BLOCK * ex->warp);
+    const gp_stream s = (gp_stream)ex->stream;
+    if (kv_f16)
+        GP_LAUNCH(gk_attention_kernel<true>, grid, block, 0, s, q, q_stride, k, v, kv_stride, kv_rows, pos, n_tok, n_head,
+                  n_head_kv, head_dim, scale, softcap, window, out, out_stride);
+    else
+        GP_LAUNCH(gk_attention_kernel<false>, grid, block, 0, s, q, q_stride, k, v, kv_stride, kv_rows, pos, n_tok, n_head,
+                  n_head_kv, head_dim, scale, softcap, window, out, out_stride);
+    return 0;
+}

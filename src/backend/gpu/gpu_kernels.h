@@ -1,0 +1,66 @@
+/* gpu_kernels.h: the GPU kernels' launchers, callable from C. One source (gpu_kernels.cu) built
+ * by nvcc for NVIDIA, by hipcc for AMD and as plain C++ for the tests' CPU executor.
+ *
+ * Every pointer is device memory; activations are f32 rows given with their stride in elements;
+ * weights are rows of one quantization type (quant.h) given with their stride in bytes. Launchers
+ * enqueue on the stream of `ex` and return at once; they return 0, or -1 for a type or shape they
+ * have no kernel for (checked before anything is enqueued). Launch failures surface at the next
+ * runtime call, which the backend checks.
+ */
+#ifndef BRASA_GPU_KERNELS_H
+#define BRASA_GPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gk_exec {
+    void *stream; /* cudaStream_t / hipStream_t; NULL for the default stream */
+    int warp;     /* the device's warp width: 32 (NVIDIA, RDNA) or 64 (CDNA) */
+} gk_exec;
+
+/* Longest head the attention kernel takes (each lane holds head_dim / warp of it). */
+#define GK_HEAD_DIM_MAX 256
+/* Up to this many tokens, a product is a matrix-vector pass per token group (decode); beyond,
+ * a tiled matrix-matrix product (prefill). */
+#define GK_MATVEC_TOKENS_MAX 8
+
+/* Whether matmul and get_rows have kernels for weights of this type. */
+int gk_supports(uint32_t type);
+
+/* y[t][o] = sum_i w[o][i] * x[t][i] (+ bias[o]); w: (n_out, n_in), x: (n_tok, n_in), y: (n_tok, n_out) */
+int gk_matmul(const gk_exec *ex, uint32_t type, const void *w, size_t w_row_bytes, int64_t n_out, int64_t n_in,
+              const float *x, int64_t x_stride, int64_t n_tok, const float *bias, float *y, int64_t y_stride);
+/* y[t] = table[ids[t]] dequantized; table: rows of ne0 values; ids on the device */
+int gk_get_rows(const gk_exec *ex, uint32_t type, const void *table, size_t row_bytes, int64_t ne0, const int32_t *ids,
+                int64_t n, float *y, int64_t y_stride);
+/* RMS norm of every group of `group` values of each row, times w (length group, or NULL) */
+int gk_rms_norm(const gk_exec *ex, const float *x, int64_t x_stride, int64_t n_rows, int64_t ne0, const float *w,
+                int64_t group, float eps, float *y, int64_t y_stride);
+int gk_add(const gk_exec *ex, const float *a, int64_t a_stride, const float *b, int64_t b_stride, float *y, int64_t y_stride,
+           int64_t n_rows, int64_t ne0);
+int gk_scale(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_rows, int64_t ne0, float s);
+int gk_softcap(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_rows, int64_t ne0, float cap);
+/* y = act(gate) * up; act 0: SiLU, 1: GELU (tanh approximation), as bk_act */
+int gk_glu(const gk_exec *ex, const float *gate, int64_t gate_stride, const float *up, int64_t up_stride, float *y,
+           int64_t y_stride, int64_t n_rows, int64_t ne0, int act);
+/* rotary embedding in place, as bk_device_ops.rope; pos on the device; neox: pairs (i, i + rope_dim/2) */
+int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
+            const int32_t *pos, float base, float freq_scale, int neox);
+/* f32 rows into f16 rows (round to nearest even): the KV cache append */
+int gk_f32_to_f16_rows(const gk_exec *ex, const float *src, int64_t src_stride, uint16_t *dst, int64_t dst_stride,
+                       int64_t n_rows, int64_t ne0);
+/* causal attention as bk_device_ops.attention: k and v are kv_rows rows of n_head_kv * head_dim
+ * values (f32, or f16 when kv_f16), position j at row j mod kv_rows; pos on the device */
+int gk_attention(const gk_exec *ex, const float *q, int64_t q_stride, const void *k, const void *v, int kv_f16,
+                 int64_t kv_stride, int64_t kv_rows, const int32_t *pos, int64_t n_tok, int n_head, int n_head_kv,
+                 int head_dim, float scale, float softcap, int window, float *out, int64_t out_stride);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

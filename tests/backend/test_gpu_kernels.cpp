@@ -1,0 +1,264 @@
+/* test_gpu_kernels: every GPU kernel against the CPU reference on the same inputs, with no GPU:
+ * the kernel source runs on the tests' fiber executor (simt.h), once with 32-lane and once with
+ * 64-lane warps, so a kernel that silently assumes one width fails here. One table, one entry per
+ * operation and case; the error is the normalized mean squared error against the reference (the
+ * CPU device, or for products the scalar double-precision dot of quant.h). Speed is not measured. */
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "backend/backend.h"
+#include "test_data.h"
+}
+#include "backend/gpu/gpu_kernels.h"
+#include "simt.h"
+
+namespace {
+
+bk_device *cpu = nullptr;
+gk_exec ex = { nullptr, 32 };
+
+double nmse(const float *got, const float *want, size_t n) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (!std::isfinite(got[i]))
+            return INFINITY;
+        num += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+        den += (double)want[i] * want[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+std::vector<float> random_floats(size_t n, float scale = 1.0f) {
+    std::vector<float> v(n);
+    for (auto &x : v)
+        x = rnd_unit() * scale;
+    return v;
+}
+
+void check_cpu(brasa_status st, const brasa_error &err) {
+    if (st != BRASA_OK) {
+        std::printf("FAIL cpu reference: %s\n", err.message);
+        std::exit(1);
+    }
+}
+
+/* y = w x for n_tok tokens, against quant_dot per output */
+double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bool with_bias) {
+    uint64_t rb = 0;
+    quant_row_bytes(type, n_in, &rb);
+    std::vector<uint8_t> w((size_t)rb * (size_t)n_out);
+    for (int64_t o = 0; o < n_out; o++)
+        fill_row(type, w.data() + (size_t)o * rb, n_in);
+    const int64_t xs = n_in + 3, ys = n_out + 5; /* strides wider than rows */
+    std::vector<float> x = random_floats((size_t)(xs * n_tok)), bias = random_floats((size_t)n_out);
+    std::vector<float> y((size_t)(ys * n_tok), NAN), got, want;
+    if (gk_matmul(&ex, type, w.data(), rb, n_out, n_in, x.data(), xs, n_tok, with_bias ? bias.data() : nullptr, y.data(), ys) != 0)
+        return INFINITY;
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t o = 0; o < n_out; o++) {
+            double d = 0.0;
+            quant_dot(type, w.data() + (size_t)o * rb, x.data() + t * xs, n_in, &d);
+            want.push_back((float)(d + (with_bias ? bias[o] : 0.0f)));
+            got.push_back(y[t * ys + o]);
+        }
+    return nmse(got.data(), want.data(), got.size());
+}
+
+double get_rows_case(uint32_t type, int64_t ne0) {
+    const int64_t n_rows = 9;
+    uint64_t rb = 0;
+    quant_row_bytes(type, ne0, &rb);
+    std::vector<uint8_t> table((size_t)rb * n_rows);
+    for (int64_t r = 0; r < n_rows; r++)
+        fill_row(type, table.data() + (size_t)r * rb, ne0);
+    const std::vector<int32_t> ids = { 5, 0, 8, 5 };
+    std::vector<float> y(ids.size() * (size_t)ne0), want(y.size());
+    if (gk_get_rows(&ex, type, table.data(), rb, ne0, ids.data(), (int64_t)ids.size(), y.data(), ne0) != 0)
+        return INFINITY;
+    for (size_t i = 0; i < ids.size(); i++)
+        quant_dequantize(type, table.data() + (size_t)ids[i] * rb, want.data() + i * (size_t)ne0, ne0);
+    return nmse(y.data(), want.data(), y.size());
+}
+
+bk_tensor host(int64_t ne0, int64_t ne1, float *data) { return bk_view(nullptr, QUANT_F32, ne0, ne1, data); }
+
+double rms_norm_case(int64_t ne0, int64_t group, bool weighted) {
+    const int64_t rows = 5;
+    std::vector<float> x = random_floats((size_t)(rows * ne0), 3.0f), w = random_floats((size_t)group), y(x.size()), want(x.size());
+    brasa_error err = {};
+    bk_tensor xt = host(ne0, rows, x.data()), wt = host(group, 1, w.data()), rt = host(ne0, rows, want.data());
+    check_cpu(cpu->ops->rms_norm(cpu, &xt, weighted ? &wt : nullptr, group, 1e-6f, &rt, &err), err);
+    if (gk_rms_norm(&ex, x.data(), ne0, rows, ne0, weighted ? w.data() : nullptr, group, 1e-6f, y.data(), ne0) != 0)
+        return INFINITY;
+    return nmse(y.data(), want.data(), y.size());
+}
+
+/* add, scale, softcap and both gated activations, against the CPU device */
+double elementwise_case(const std::string &op) {
+    const int64_t rows = 3, ne0 = 333;
+    std::vector<float> a = random_floats((size_t)(rows * ne0), 6.0f), b = random_floats(a.size(), 2.0f), want = a, got = a;
+    brasa_error err = {};
+    bk_tensor at = host(ne0, rows, a.data()), bt = host(ne0, rows, b.data()), wt = host(ne0, rows, want.data());
+    int rc;
+    if (op == "add") {
+        check_cpu(cpu->ops->add(cpu, &at, &bt, &wt, &err), err);
+        rc = gk_add(&ex, a.data(), ne0, b.data(), ne0, got.data(), ne0, rows, ne0);
+    } else if (op == "scale") {
+        check_cpu(cpu->ops->scale(cpu, &wt, 0.37f, &err), err);
+        rc = gk_scale(&ex, got.data(), ne0, rows, ne0, 0.37f);
+    } else if (op == "softcap") {
+        check_cpu(cpu->ops->softcap(cpu, &wt, 2.5f, &err), err);
+        rc = gk_softcap(&ex, got.data(), ne0, rows, ne0, 2.5f);
+    } else {
+        const bk_act act = op == "silu" ? BK_ACT_SILU : BK_ACT_GELU_TANH;
+        check_cpu(cpu->ops->glu(cpu, &at, &bt, act, &wt, &err), err);
+        rc = gk_glu(&ex, a.data(), ne0, b.data(), ne0, got.data(), ne0, rows, ne0, act == BK_ACT_SILU ? 0 : 1);
+    }
+    return rc != 0 ? INFINITY : nmse(got.data(), want.data(), got.size());
+}
+
+double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0) {
+    const int64_t n_tok = 4, ne0 = (int64_t)n_head * head_dim;
+    std::vector<float> x = random_floats((size_t)(n_tok * ne0)), want = x;
+    std::vector<int32_t> pos = { pos0, pos0 + 1, pos0 + 7, 0 };
+    brasa_error err = {};
+    bk_tensor wt = host(ne0, n_tok, want.data());
+    const bk_rope_mode mode = neox ? BK_ROPE_NEOX : BK_ROPE_NORMAL;
+    check_cpu(cpu->ops->rope(cpu, &wt, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, mode, &err), err);
+    if (gk_rope(&ex, x.data(), ne0, n_tok, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, neox) != 0)
+        return INFINITY;
+    return nmse(x.data(), want.data(), x.size());
+}
+
+/* the KV append's rounding: the count of halves that differ from the CPU's (must be none) */
+double f16_rows_case() {
+    const int64_t rows = 4, ne0 = 200;
+    std::vector<float> src = random_floats((size_t)(rows * ne0), 70000.0f); /* past the f16 range too */
+    src[3] = 0.0f;
+    src[4] = -0.0f;
+    src[5] = 5.96e-8f; /* subnormal */
+    std::vector<uint16_t> got((size_t)(rows * ne0)), want(got.size());
+    brasa_error err = {};
+    bk_tensor st = host(ne0, rows, src.data()), dt = bk_view(nullptr, QUANT_F16, ne0, rows, want.data());
+    check_cpu(cpu->ops->copy_rows(cpu, &st, &dt, 0, &err), err);
+    if (gk_f32_to_f16_rows(&ex, src.data(), ne0, got.data(), ne0, rows, ne0) != 0)
+        return INFINITY;
+    double differ = 0;
+    for (size_t i = 0; i < got.size(); i++)
+        differ += got[i] != want[i];
+    return differ;
+}
+
+struct attn_setup {
+    int n_head, n_head_kv, head_dim;
+    int64_t cache_rows;
+    std::vector<int32_t> pos;
+    int window;
+    float softcap;
+    bool f16;
+};
+
+double attention_case(const attn_setup &a) {
+    const int64_t n_tok = (int64_t)a.pos.size(), q_ne0 = (int64_t)a.n_head * a.head_dim, kv_ne0 = (int64_t)a.n_head_kv * a.head_dim;
+    std::vector<float> q = random_floats((size_t)(n_tok * q_ne0), 2.0f), k = random_floats((size_t)(a.cache_rows * kv_ne0), 2.0f);
+    std::vector<float> v = random_floats(k.size()), got(q.size(), NAN), want(q.size());
+    std::vector<uint16_t> k16(k.size()), v16(v.size());
+    for (size_t i = 0; i < k.size(); i++) {
+        k16[i] = f32_to_f16(k[i]);
+        v16[i] = f32_to_f16(v[i]);
+    }
+    const uint32_t kv_type = a.f16 ? QUANT_F16 : QUANT_F32;
+    void *kd = a.f16 ? (void *)k16.data() : (void *)k.data(), *vd = a.f16 ? (void *)v16.data() : (void *)v.data();
+    const float scale = 1.0f / std::sqrt((float)a.head_dim);
+    bk_attention_params p = { a.n_head, a.n_head_kv, a.head_dim, scale, a.softcap, a.window };
+    brasa_error err = {};
+    bk_tensor qt = host(q_ne0, n_tok, q.data()), ot = host(q_ne0, n_tok, want.data());
+    bk_tensor kt = bk_view(nullptr, kv_type, kv_ne0, a.cache_rows, kd), vt = bk_view(nullptr, kv_type, kv_ne0, a.cache_rows, vd);
+    check_cpu(cpu->ops->attention(cpu, &qt, &kt, &vt, a.pos.data(), &p, &ot, &err), err);
+    if (gk_attention(&ex, q.data(), q_ne0, kd, vd, a.f16, kv_ne0, a.cache_rows, a.pos.data(), n_tok, a.n_head, a.n_head_kv,
+                     a.head_dim, scale, a.softcap, a.window, got.data(), q_ne0) != 0)
+        return INFINITY;
+    return nmse(got.data(), want.data(), got.size());
+}
+
+struct check {
+    std::string name;
+    std::function<double()> run;
+    double limit;
+};
+
+std::vector<check> all_checks() {
+    std::vector<check> c;
+    const uint32_t types[] = { QUANT_F32, QUANT_F16, QUANT_BF16, QUANT_Q4_0, QUANT_Q4_1, QUANT_Q5_0,
+                               QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K };
+    for (uint32_t t : types) {
+        const std::string n = quant_name(t);
+        for (int64_t n_tok : { 1, 3, 8, 9, 70 })
+            c.push_back({ "matmul " + n + " 37x512 tokens " + std::to_string(n_tok),
+                          [=] { return matmul_case(t, 37, 512, n_tok, n_tok % 2 == 1); }, 1e-10 });
+        c.push_back({ "get_rows " + n, [=] { return get_rows_case(t, 512); }, 1e-12 });
+    }
+    /* float rows of any length: pieces that run past the row's end */
+    for (int64_t n_tok : { 2, 65 })
+        c.push_back({ "matmul f32 70x100 tokens " + std::to_string(n_tok), [=] { return matmul_case(QUANT_F32, 70, 100, n_tok, true); },
+                      1e-10 });
+    c.push_back({ "get_rows f16 ragged", [] { return get_rows_case(QUANT_F16, 37); }, 1e-12 });
+    c.push_back({ "rms_norm rows", [] { return rms_norm_case(576, 576, true); }, 1e-10 });
+    c.push_back({ "rms_norm heads", [] { return rms_norm_case(512, 64, true); }, 1e-10 });
+    c.push_back({ "rms_norm unweighted", [] { return rms_norm_case(100, 100, false); }, 1e-10 });
+    for (const char *op : { "add", "scale", "softcap", "silu", "gelu" })
+        c.push_back({ op, [=] { return elementwise_case(op); }, 1e-11 });
+    c.push_back({ "rope normal", [] { return rope_case(3, 64, 64, false, 11); }, 1e-10 });
+    c.push_back({ "rope neox partial", [] { return rope_case(2, 128, 96, true, 30000); }, 1e-10 });
+    c.push_back({ "copy_rows f32 to f16 (halves that differ)", [] { return f16_rows_case(); }, 0.0 });
+    const std::vector<int32_t> prefill = { 0, 1, 2, 3, 4, 5, 6 }, decode = { 40 }, batch = { 3, 70, 71 };
+    for (bool f16 : { false, true }) {
+        const std::string kv = f16 ? " f16" : " f32";
+        c.push_back({ "attention prefill" + kv, [=] { return attention_case({ 4, 2, 64, 80, prefill, 0, 0.0f, f16 }); }, 1e-10 });
+        c.push_back({ "attention decode gqa" + kv, [=] { return attention_case({ 8, 2, 128, 80, decode, 0, 0.0f, f16 }); }, 1e-10 });
+        c.push_back({ "attention head 80" + kv, [=] { return attention_case({ 2, 1, 80, 100, batch, 0, 0.0f, f16 }); }, 1e-10 });
+        c.push_back({ "attention head 256 softcap" + kv, [=] { return attention_case({ 2, 2, 256, 100, batch, 0, 30.0f, f16 }); },
+                      1e-10 });
+        c.push_back({ "attention window ring" + kv, [=] { return attention_case({ 4, 4, 64, 16, batch, 16, 0.0f, f16 }); }, 1e-10 });
+    }
+    return c;
+}
+
+} // namespace
+
+int main() {
+    brasa_error err = {};
+    if (bk_cpu_create(1, &cpu, &err) != BRASA_OK) {
+        std::printf("FAIL cpu device: %s\n", err.message);
+        return 1;
+    }
+    int passed = 0, failed = 0;
+    for (int warp : { 32, 64 }) {
+        simt::set_warp_size(warp);
+        ex.warp = warp;
+        rng_state = 0x1234567887654321ull; /* the same inputs for both widths */
+        for (const check &c : all_checks()) {
+            const double e = c.run();
+            const bool ok = e <= c.limit;
+            if (!ok || warp == 32)
+                std::printf("%s warp %d %-44s %.3g (limit %.0e)\n", ok ? "ok  " : "FAIL", warp, c.name.c_str(), e, c.limit);
+            ok ? passed++ : failed++;
+        }
+    }
+    /* launchers refuse what they have no kernel for, before enqueueing anything */
+    float y = 0.0f;
+    const bool refused = gk_matmul(&ex, QUANT_Q2_K, &y, 84, 1, 256, &y, 256, 1, nullptr, &y, 1) == -1 &&
+                         gk_matmul(&ex, QUANT_Q4_0, &y, 18, 1, 48, &y, 48, 1, nullptr, &y, 1) == -1 &&
+                         gk_attention(&ex, &y, 1, &y, &y, 0, 1, 1, nullptr, 1, 3, 2, 64, 1, 0, 0, &y, 1) == -1 &&
+                         gk_attention(&ex, &y, 1, &y, &y, 0, 1, 1, nullptr, 1, 1, 1, 512, 1, 0, 0, &y, 1) == -1 && !gk_supports(QUANT_Q2_K);
+    std::printf("%s refuses unsupported types and shapes\n", refused ? "ok  " : "FAIL");
+    refused ? passed++ : failed++;
+    bk_cpu_free(cpu);
+    std::printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
