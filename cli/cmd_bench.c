@@ -8,9 +8,10 @@
 
 #include "cli.h"
 #include "platform/platform.h"
+#include "tools/devices.h"
 
 static const char usage[] =
-    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [--kv-type T] [--json]\n"
+    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [--kv-type T] [--device DEV] [--json]\n"
     "\n"
     "Measures prompt processing (ppN: N prompt tokens at once) and token generation (tgN: N tokens\n"
     "one at a time) in tokens/s, as mean ± sd over N repetitions after a warm-up. LISTs are\n"
@@ -25,6 +26,7 @@ static const char usage[] =
     "  -r N               repetitions (default 5)\n"
     "  -t LIST            thread counts (default: one per core)\n"
     "  --kv-type T        KV cache: f16 (default) or f32\n"
+    "  --device DEV       cpu (default), cuda, hip, cuda:N, hip:N\n"
     "  --json             one JSON document on standard output\n";
 
 #define MAX_LIST 16
@@ -127,6 +129,7 @@ int cmd_bench(int argc, char **argv) {
     int64_t reps = 5;
     bool json = false;
     int32_t kv_type = BRASA_KV_F16;
+    const char *device = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) {
@@ -149,6 +152,10 @@ int cmd_bench(int argc, char **argv) {
             if (!v || !cli_parse_kv_type(v, &kv_type))
                 return cli_usage_error("bench", usage, "--kv-type needs f16 or f32");
             i++;
+        } else if (strcmp(a, "--device") == 0) {
+            if (!v)
+                return cli_usage_error("bench", usage, "--device needs cpu, cuda, hip, cuda:N or hip:N");
+            device = argv[++i];
         } else if (strcmp(a, "-r") == 0) {
             if (!v || !cli_parse_i64(v, 1, 1000, &reps))
                 return cli_usage_error("bench", usage, "-r needs a number of repetitions from 1 to 1000");
@@ -183,7 +190,7 @@ int cmd_bench(int argc, char **argv) {
     result *results = calloc((size_t)(pp.n + tg.n * seqs.n) * (size_t)threads.n, sizeof *results);
     double *samples = calloc((size_t)reps, sizeof *samples);
     int n_results = 0;
-    char backend[32] = "cpu";
+    char backend[320] = "cpu";
     if (!tokens || !results || !samples) {
         rc = cli_fail("out of memory");
         goto done;
@@ -199,6 +206,7 @@ int cmd_bench(int argc, char **argv) {
         cp.n_threads = (int32_t)threads.v[ti];
         cp.n_seq = (int32_t)max_seqs;
         cp.kv_type = kv_type;
+        cp.device = device;
         brasa_context *c = NULL;
         if (brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {
             rc = cli_fail("%s: %s", model_path, err.message);
@@ -245,8 +253,22 @@ int cmd_bench(int argc, char **argv) {
     if (tty)
         fprintf(stderr, "\r%60s\rmeasuring memory bandwidth...", "");
     double bandwidth = 0.0;
-    if (rc == CLI_OK && brasa_measure_memory_bandwidth(0, &bandwidth, &err) != BRASA_OK)
+    const bool on_gpu = strncmp(backend, "cpu", 3) != 0;
+    char bandwidth_source[160] = "measured";
+    if (on_gpu) {
+        /* a GPU's limit is its memory's: the specification of the card the runtime names */
+        devtab *table = devtab_create();
+        const devtab_device *dd = table ? devtab_match(table, backend) : NULL;
+        if (dd) {
+            bandwidth = dd->bandwidth_gbs;
+            snprintf(bandwidth_source, sizeof bandwidth_source, "specification of %s", dd->name);
+        } else {
+            snprintf(bandwidth_source, sizeof bandwidth_source, "unknown: this GPU is not in the device table");
+        }
+        devtab_free(table);
+    } else if (rc == CLI_OK && brasa_measure_memory_bandwidth(0, &bandwidth, &err) != BRASA_OK) {
         rc = cli_fail("%s", err.message);
+    }
     if (tty)
         fprintf(stderr, "\r%60s\r", "");
     if (rc != CLI_OK)
@@ -267,8 +289,10 @@ int cmd_bench(int argc, char **argv) {
         json_cstr(stdout, backend);
         printf(", \"kv_type\": \"%s\", \"cpu_features\": ", kv_type == BRASA_KV_F32 ? "f32" : "f16");
         json_cstr(stdout, features);
-        printf(", \"repetitions\": %lld, \"bandwidth\": {\"gb_per_second\": %.3f, \"decode_limit_tokens_per_second\": %.3f}",
-               (long long)reps, bandwidth, limit);
+        printf(", \"repetitions\": %lld, \"bandwidth\": {\"gb_per_second\": %.3f, \"decode_limit_tokens_per_second\": %.3f, "
+               "\"source\": ", (long long)reps, bandwidth, limit);
+        json_cstr(stdout, bandwidth_source);
+        printf("}");
         printf(", \"peak_memory_bytes\": %llu, \"results\": [", (unsigned long long)brasa_peak_memory_bytes());
         for (int i = 0; i < n_results; i++) {
             const result *r = &results[i];
@@ -287,8 +311,8 @@ int cmd_bench(int argc, char **argv) {
         printf("backend    %s%s, KV cache %s, CPU features: %s\n", backend,
                strstr(backend, "+q8") ? " (8-bit activations; BRASA_CPU_ACTIVATIONS=f32 for float)" : "",
                kv_type == BRASA_KV_F32 ? "f32" : "f16", features);
-        printf("memory     %.1f GB/s read bandwidth (measured); %.1f MB of weights per token: decode limit %.1f tokens/s\n",
-               bandwidth, gb_per_token * 1e3, limit);
+        printf("memory     %.1f GB/s read bandwidth (%s); %.1f MB of weights per token: decode limit %.1f tokens/s\n",
+               bandwidth, bandwidth_source, gb_per_token * 1e3, limit);
         printf("\n| %-8s | %7s | %20s | %16s |\n", "test", "threads", "tokens/s", "share of limit");
         printf("|----------|---------|----------------------|------------------|\n");
         for (int i = 0; i < n_results; i++) {

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/gpu_loader.h"
 #include "cli.h"
 #include "platform/platform.h"
 #include "tool_args.h"
@@ -60,6 +61,40 @@ static int models_that_fit(const devtab_device *d, int32_t n_threads, fitting *o
 }
 
 static const char *yes(bool b) { return b ? "true" : "false"; }
+
+/* Whether brasa's GPU backend `name` is usable here, and what it found or why not (the module
+ * missing from this build, its runtime library missing, no device, no kernels for the device). */
+static bool gpu_backend_status(const char *name, char *detail, size_t size) {
+    char why[1200];
+    bk_gpu_backend *b = bk_gpu_open(name, why, sizeof why);
+    if (!b) {
+        snprintf(detail, size, "%s", why);
+        return false;
+    }
+    const bk_gpu_module *m = bk_gpu_module_of(b);
+    const int n = m->device_count(why, sizeof why);
+    if (n < 0) {
+        snprintf(detail, size, "module %s loads (kernels for %s); %s", bk_gpu_path(b), m->targets, why);
+        return false;
+    }
+    bk_gpu_info info;
+    brasa_error e;
+    bk_device *dev = NULL;
+    if (m->device_create(0, &dev, &e) != BRASA_OK) {
+        snprintf(detail, size, "%s", e.message);
+        return false;
+    }
+    const bool ok = m->device_info(0, &info, &e) == BRASA_OK;
+    m->device_free(dev);
+    if (!ok) {
+        snprintf(detail, size, "%s", e.message);
+        return false;
+    }
+    snprintf(detail, size, "%d device%s; device 0: %s (%s, %d-lane warps, %.1f GiB, %.1f GiB free); kernels for %s", n,
+             n == 1 ? "" : "s", info.name, info.arch, info.warp, (double)info.total_bytes / 1073741824.0,
+             (double)info.free_bytes / 1073741824.0, m->targets);
+    return true;
+}
 
 int cmd_doctor(int argc, char **argv) {
     bool json = false, remeasure = false;
@@ -161,9 +196,15 @@ int cmd_doctor(int argc, char **argv) {
         }
         printf("], \"backends\": [{\"name\": \"cpu\", \"loads\": %s, \"detail\": ", yes(cpu_ok));
         json_cstr(stdout, cpu_ok ? kernels : err.message);
-        printf("}, {\"name\": \"cuda\", \"loads\": false, \"detail\": \"not in this build: brasa's GPU backend is not "
-               "built yet\"}, {\"name\": \"hip\", \"loads\": false, \"detail\": \"not in this build: brasa's GPU backend "
-               "is not built yet\"}]");
+        printf("}");
+        for (int i = 0; i < BK_GPU_BACKENDS; i++) {
+            char detail[1600];
+            const bool loads = gpu_backend_status(bk_gpu_backend_names[i], detail, sizeof detail);
+            printf(", {\"name\": \"%s\", \"loads\": %s, \"detail\": ", bk_gpu_backend_names[i], yes(loads));
+            json_cstr(stdout, detail);
+            printf("}");
+        }
+        printf("]");
         printf(", \"notes\": [");
         for (int i = 0; i < pr.n_notes; i++) {
             printf("%s{\"problem\": ", i ? ", " : "");
@@ -243,8 +284,11 @@ int cmd_doctor(int argc, char **argv) {
     printf("  %-12s %s\n", "cpu", cpu_ok ? "loads" : err.message);
     if (cpu_ok)
         printf("  %-12s kernels %s\n", "", kernels);
-    printf("  %-12s not in this build: brasa's GPU backend is not built yet, so GPUs are reported, not used\n", "cuda");
-    printf("  %-12s not in this build: brasa's GPU backend is not built yet, so GPUs are reported, not used\n", "hip");
+    for (int i = 0; i < BK_GPU_BACKENDS; i++) {
+        char detail[1600];
+        const bool loads = gpu_backend_status(bk_gpu_backend_names[i], detail, sizeof detail);
+        printf("  %-12s %s%s\n", bk_gpu_backend_names[i], loads ? "loads: " : "", detail);
+    }
     if (pr.n_notes) {
         printf("\nto fix\n");
         for (int i = 0; i < pr.n_notes; i++)

@@ -16,6 +16,8 @@ const char gen_options_help[] =
     "  --threads N             compute threads (default: one per core)\n"
     "  --batch N               prompt tokens evaluated at once (default 64)\n"
     "  --kv-type T             KV cache: f16 (default, half the memory) or f32\n"
+    "  --device DEV            cpu (default), cuda, hip, or cuda:N / hip:N: the GPU backend modules\n"
+    "                          load at run time; `brasa doctor` says which are usable\n"
     "  --temp T                temperature; 0 is greedy (default 0.8)\n"
     "  --top-k K               keep the K most likely tokens; 0 is off (default 40)\n"
     "  --top-p P               nucleus sampling; 1 is off (default 0.95)\n"
@@ -99,6 +101,9 @@ int gen_options_parse(gen_options *o, const char *cmd, const char *usage, int ar
         NEED_VALUE();
         if (!cli_parse_kv_type(v, &o->ctx.kv_type))
             BAD("must be f16 or f32");
+    } else if (strcmp(a, "--device") == 0) {
+        NEED_VALUE();
+        o->ctx.device = v; /* checked when the context opens it, which names what is wrong */
     } else if (strcmp(a, "--temp") == 0) {
         NEED_VALUE();
         if (!parse_float(v, 0.0f, 100.0f, &o->sampling.temperature))

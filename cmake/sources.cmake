@@ -5,6 +5,7 @@ set(BRASA_LIB_SOURCES
   src/core/f16.c
   src/core/pool.c
   src/backend/backend.c
+  src/backend/gpu_loader.c
   src/backend/cpu/cpu.c
   src/backend/cpu/kept.c
   src/backend/cpu/kernels_scalar.c

@@ -215,6 +215,9 @@ typedef struct brasa_context_params {
     int32_t n_threads; /* compute threads; 0: one per physical core */
     int32_t n_seq;     /* independent sequences, each with its own n_ctx-token cache; 0: 1 */
     int32_t kv_type;   /* a brasa_kv_type */
+    /* where the model runs: NULL or "cpu"; "cuda" or "hip" (device 0), "cuda:1": a GPU backend
+     * module loaded at run time, with every layer on that device */
+    const char *device;
 } brasa_context_params;
 
 brasa_context_params brasa_context_default_params(void);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/gpu_loader.h"
 #include "core/error.h"
 #include "engine/layout.h"
 #include "model/model.h"
@@ -25,6 +26,7 @@ typedef struct ctx_seq {
 struct brasa_context {
     const brasa_model *model;
     bk_device *dev;
+    const bk_gpu_module *gpu;     /* the module dev comes from; NULL for the CPU */
     int32_t n_ctx, n_batch, n_threads, n_seq;
     bk_buffer *kv_buf, *act_buf;
     ctx_seq *seqs;                /* (n_seq) */
@@ -35,7 +37,7 @@ struct brasa_context {
     uint64_t kv_bytes, scratch_bytes;
     int32_t rewind_max;           /* positions a sequence can drop and still continue (ring caches) */
     float *logit_store;           /* (n_seq * n_vocab) */
-    char backend_name[32];
+    char backend_name[320];
 };
 
 brasa_context_params brasa_context_default_params(void) {
@@ -54,6 +56,49 @@ static bk_tensor carve_typed(bk_device *dev, uint32_t type, char *base, size_t *
 
 static bk_tensor carve(bk_device *dev, char *base, size_t *offset, int64_t ne0, int64_t rows) {
     return carve_typed(dev, QUANT_F32, base, offset, ne0, rows);
+}
+
+/* The device named by params.device ("cpu", "cuda", "hip:1"; NULL is the CPU). */
+static brasa_status open_device(brasa_context *c, const char *device, int32_t n_threads, brasa_error *err) {
+    if (!device || !*device || strcmp(device, "cpu") == 0) {
+        bk_device *cpu = NULL;
+        brasa_status st = bk_cpu_create(n_threads, &cpu, err);
+        if (st == BRASA_OK)
+            snprintf(c->backend_name, sizeof c->backend_name, "cpu/%s", bk_cpu_kernels_name(cpu));
+        c->dev = cpu; /* after the name: the analyzer takes the write into c as touching c->dev */
+        return st;
+    }
+    char name[24];
+    int index = 0;
+    const size_t len = strcspn(device, ":");
+    if (len == 0 || len >= sizeof name)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "unknown device \"%s\" (cpu, cuda, hip, or cuda:N, hip:N)", device);
+    memcpy(name, device, len);
+    name[len] = '\0';
+    if (device[len] == ':') {
+        char *end = NULL;
+        const long v = strtol(device + len + 1, &end, 10);
+        if (end == device + len + 1 || *end || v < 0 || v > 1023)
+            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "device \"%s\": the index after ':' must be a number from 0", device);
+        index = (int)v;
+    }
+    char why[1200];
+    bk_gpu_backend *b = bk_gpu_open(name, why, sizeof why);
+    if (!b)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "device \"%s\": backend %s: %s", device, name, why);
+    const bk_gpu_module *m = bk_gpu_module_of(b);
+    bk_gpu_info info;
+    brasa_status st = m->device_create(index, &c->dev, err);
+    if (st == BRASA_OK)
+        st = m->device_info(index, &info, err);
+    if (st != BRASA_OK) {
+        m->device_free(c->dev);
+        c->dev = NULL;
+        return st;
+    }
+    c->gpu = m;
+    snprintf(c->backend_name, sizeof c->backend_name, "%s:%d/%s (%s)", m->name, index, info.name, info.arch);
+    return BRASA_OK;
 }
 
 brasa_status brasa_context_create(const brasa_model *m, const brasa_context_params *params, brasa_context **out,
@@ -87,12 +132,11 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         if (rows < p.n_ctx && rows - hp->sliding_window + 1 < c->rewind_max)
             c->rewind_max = rows - hp->sliding_window + 1;
     }
-    st = bk_cpu_create(p.n_threads, &c->dev, err);
-    if (st != BRASA_OK) {
+    st = open_device(c, p.device, p.n_threads, err);
+    if (st != BRASA_OK || !c->dev) {
         free(c);
-        return st;
+        return st != BRASA_OK ? st : err_set(err, BRASA_ERR_INTERNAL, "no device was made");
     }
-    snprintf(c->backend_name, sizeof c->backend_name, "cpu/%s", bk_cpu_kernels_name(c->dev));
     const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const int64_t B = c->n_batch, V = hp->n_vocab, L = hp->n_layer;
     const int64_t S = c->n_seq;
@@ -109,10 +153,15 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     if (st == BRASA_OK)
         st = c->dev->ops->buffer_alloc(c->dev, act_bytes, &c->act_buf, err);
     if (st != BRASA_OK) {
+        const bool on_gpu = c->gpu != NULL;
         brasa_context_free(c);
-        if (st == BRASA_ERR_NO_MEMORY)
-            err_set(err, st, "out of memory: %d sequence(s) of %d tokens need %.1f MB of KV cache and %.1f MB of scratch "
-                    "(try a smaller --ctx)", p.n_seq, p.n_ctx, (double)kv_bytes / 1e6, (double)act_bytes / 1e6);
+        if (st == BRASA_ERR_NO_MEMORY) {
+            char device_said[sizeof err->message] = "out of memory";
+            if (on_gpu && err) /* the device's own figures: what it was asked for and what it has free */
+                snprintf(device_said, sizeof device_said, "%s", err->message);
+            err_set(err, st, "%s: %d sequence(s) of %d tokens need %.1f MB of KV cache and %.1f MB of scratch "
+                    "(try a smaller --ctx)", device_said, p.n_seq, p.n_ctx, (double)kv_bytes / 1e6, (double)act_bytes / 1e6);
+        }
         return st;
     }
     char *kv = c->dev->ops->buffer_base(c->kv_buf);
@@ -152,7 +201,10 @@ void brasa_context_free(brasa_context *c) {
         c->dev->ops->buffer_free(c->kv_buf);
         c->dev->ops->buffer_free(c->act_buf);
     }
-    bk_cpu_free(c->dev);
+    if (c->gpu)
+        c->gpu->device_free(c->dev);
+    else
+        bk_cpu_free(c->dev);
     free(c->seqs);
     free(c->caches);
     free(c->pos);

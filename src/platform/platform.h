@@ -131,6 +131,10 @@ typedef struct plat_lib plat_lib;
 plat_lib *plat_lib_open(const char *name, char *why, size_t why_size);
 void *plat_lib_symbol(plat_lib *lib, const char *name);
 void plat_lib_close(plat_lib *lib);
+/* How a loadable module's file name ends here: ".so", ".dll". */
+const char *plat_module_suffix(void);
+/* The directory of the running program (UTF-8, no trailing separator); false when unknown. */
+bool plat_exe_dir(char *out, size_t size);
 
 /* Physical memory in bytes: installed, and available to a new process without swapping (0 when
  * unknown). */

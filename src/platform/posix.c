@@ -511,3 +511,19 @@ plat_access plat_path_access(const char *path) {
         return PLAT_ACCESS_MISSING;
     return access(path, R_OK | W_OK) == 0 ? PLAT_ACCESS_OK : PLAT_ACCESS_DENIED;
 }
+
+const char *plat_module_suffix(void) { return ".so"; }
+
+bool plat_exe_dir(char *out, size_t size) {
+    char path[4096];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0)
+        return false;
+    path[n] = '\0';
+    char *slash = strrchr(path, '/');
+    if (!slash || (size_t)(slash - path) >= size)
+        return false;
+    *slash = '\0';
+    snprintf(out, size, "%s", slash == path ? "/" : path);
+    return true;
+}

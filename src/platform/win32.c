@@ -582,3 +582,23 @@ plat_access plat_path_access(const char *path) {
         return PLAT_ACCESS_MISSING;
     return (attr & FILE_ATTRIBUTE_READONLY) ? PLAT_ACCESS_DENIED : PLAT_ACCESS_OK;
 }
+
+const char *plat_module_suffix(void) { return ".dll"; }
+
+bool plat_exe_dir(char *out, size_t size) {
+    wchar_t wpath[4096];
+    const DWORD n = GetModuleFileNameW(NULL, wpath, 4096);
+    if (n == 0 || n >= 4096)
+        return false;
+    char *path = wide_to_utf8(wpath);
+    if (!path)
+        return false;
+    char *sep = strrchr(path, '\\');
+    const bool ok = sep && (size_t)(sep - path) < size;
+    if (ok) {
+        *sep = '\0';
+        snprintf(out, size, "%s", path);
+    }
+    free(path);
+    return ok;
+}

@@ -2,7 +2,7 @@
  * reference forward-pass test; optionally continues greedily. Uses only the public API.
  *
  * Usage: logits_dump MODEL --out FILE --tokens "ID ID ..." [--greedy N] [--threads T] [--batch B]
- *        [--kv-type f16|f32] */
+ *        [--kv-type f16|f32] [--device DEV] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +28,14 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--threads") == 0) cp.n_threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--batch") == 0) cp.n_batch = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--kv-type") == 0) cp.kv_type = strcmp(argv[i + 1], "f32") == 0 ? BRASA_KV_F32 : BRASA_KV_F16;
+        else if (strcmp(argv[i], "--device") == 0) cp.device = argv[i + 1];
         else {
             fprintf(stderr, "logits_dump: unknown option %s\n", argv[i]);
             return 2;
         }
     }
     if (!model_path || !out_path || !tokens_arg) {
-        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B] [--kv-type f16|f32]\n");
+        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B] [--kv-type f16|f32] [--device DEV]\n");
         return 2;
     }
     size_t n = 0, cap = 16;
@@ -50,35 +51,39 @@ int main(int argc, char **argv) {
     brasa_error err;
     brasa_model *m = NULL;
     brasa_context *c = NULL;
+    float *all = NULL;
+    int rc = 1;
     brasa_model_params mp = brasa_model_default_params();
     if (brasa_model_open(model_path, &mp, &m, &err) != BRASA_OK || brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {
         fprintf(stderr, "logits_dump: %s\n", err.message);
-        return 1;
+        goto done;
     }
     const int V = brasa_logits_size(c);
-    float *all = malloc(n * (size_t)V * sizeof *all);
+    all = malloc(n * (size_t)V * sizeof *all);
     if (brasa_decode(c, tokens, n, all, &err) != BRASA_OK) {
         fprintf(stderr, "logits_dump: %s\n", err.message);
-        return 1;
+        goto done;
     }
     FILE *f = fopen(out_path, "wb");
     if (!f || fwrite(all, sizeof *all, n * (size_t)V, f) != n * (size_t)V || fclose(f) != 0) {
         fprintf(stderr, "logits_dump: cannot write %s\n", out_path);
-        return 1;
+        goto done;
     }
     for (int i = 0; i < greedy; i++) {
         brasa_token t = argmax(brasa_logits(c), V);
         printf("%s%d", i ? " " : "", t);
         if (i + 1 < greedy && brasa_decode(c, &t, 1, NULL, &err) != BRASA_OK) {
             fprintf(stderr, "logits_dump: %s\n", err.message);
-            return 1;
+            goto done;
         }
     }
     if (greedy)
         printf("\n");
+    rc = 0;
+done:
     free(all);
     free(tokens);
     brasa_context_free(c);
     brasa_model_free(m);
-    return 0;
+    return rc;
 }

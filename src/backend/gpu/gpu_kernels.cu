@@ -140,7 +140,8 @@ template <> __device__ __forceinline__ void gk_load8<QUANT_Q6_K>(const uint8_t *
     const int sub = (int)(p >> 2) & 7, half = sub >> 2, k = sub & 3, l0 = (int)(p & 3) * 8;
     const uint8_t *ql = b + 64 * half + 32 * (k & 1) + l0, *qh = b + 128 + 32 * half + l0;
     const int8_t *sc = (const int8_t *)(b + 192) + 8 * half;
-    const float d = gk_half(b + 208) * (float)sc[l0 / 16 + 2 * k];
+    const int scale_index = (l0 >> 4) + 2 * k; /* a scale per 16 values */
+    const float d = gk_half(b + 208) * (float)sc[scale_index];
     const int shift = (k >> 1) * 4;
     for (int i = 0; i < 8; i++)
         v[i] = d * (float)((int)(((ql[i] >> shift) & 15) | ((qh[i] >> (2 * k)) & 3) << 4) - 32);

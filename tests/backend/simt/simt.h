@@ -30,7 +30,8 @@ int warp_size();
  * a message on a barrier some threads of a block or warp never reach: that is a kernel bug. */
 void launch(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()> &body);
 
-dim3 thread_idx();
+extern unsigned current_thread; /* the running thread's index in its block */
+inline dim3 thread_idx() { return dim3(current_thread); }
 dim3 block_idx();
 dim3 block_dim();
 dim3 grid_dim();
@@ -51,7 +52,7 @@ template <typename T> T shfl(T v, int src_lane) {
 }
 
 template <typename T> T shfl_xor(T v, int lane_mask) {
-    return shfl(v, (int)(thread_idx().x % (unsigned)warp_size()) ^ lane_mask);
+    return shfl(v, (int)(current_thread % (unsigned)warp_size()) ^ lane_mask);
 }
 
 } // namespace simt

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The GPU device through the whole engine, with no GPU: brasa loads the tests' backend module
+brasa-simt (the real gpu_device.c and kernel source, run by the CPU fiber executor) exactly as it
+loads brasa-cuda or brasa-hip, and runs a real model on it.
+
+Checks:
+  logits   every prompt position's logits within 1e-4 (f32 cache) or 1e-3 (f16 cache) of the logit
+           range of the CPU backend's (float activations, same KV type), with 32-lane warps and
+           an f32 cache, and with 64-lane warps and an f16 cache; the greedy continuation equal
+  reasons  a backend that cannot be used says why, with exit status 1 and no crash: module not in
+           this build, a module file that does not load, no device, device out of memory (with
+           the numbers), bad device names
+  tools    `brasa doctor --json` reports every GPU backend with a reason; `brasa bench --device`
+           runs on the device and names it
+  real     with --gpu-modules, each real backend module built there (brasa-cuda, brasa-hip) runs
+           the same logits and greedy checks on its device 0, or is skipped with the reason it
+           gives (no driver, no device)
+
+Usage: test_gpu_device.py --logits-dump PATH --brasa PATH --modules DIR --model GGUF [--quick]
+       [--gpu-modules DIR]
+Exit status: 0 all passed, 1 any failure, 77 when the model file is missing.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+SKIP = 77
+# of the logit range; measured on SmolLM2 through brasa-simt: 8e-7 with an f32 cache, 7.8e-5 with
+# an f16 one (a 1e-7 difference in a key before rounding flips a half's last bit)
+TOLERANCE = {"f32": 1e-4, "f16": 1e-3}
+PROMPT = [1, 504, 3458, 282, 4649, 314, 253, 1789]
+GREEDY = 4
+
+passed = failed = 0
+
+
+def report(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+    print(f"{'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
+
+
+def run(cmd, env_extra=None, timeout=900):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def dump(args, model, tokens, greedy, extra, env_extra):
+    with tempfile.NamedTemporaryFile(suffix=".bin", delete=False) as f:
+        out = f.name
+    try:
+        p = run([args.logits_dump, model, "--out", out, "--tokens", " ".join(map(str, tokens)), "--greedy", str(greedy)]
+                + extra, env_extra)
+        logits = np.fromfile(out, dtype=np.float32) if p.returncode == 0 else None
+        return p, logits
+    finally:
+        os.unlink(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--logits-dump", required=True)
+    ap.add_argument("--brasa", required=True)
+    ap.add_argument("--modules", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--quick", action="store_true", help="fewer tokens (sanitized builds)")
+    ap.add_argument("--gpu-modules", help="where brasa-cuda / brasa-hip were built")
+    args = ap.parse_args()
+    if not os.path.exists(args.model):
+        print(f"skip: {args.model} is missing")
+        return SKIP
+    mod = {"BRASA_MODULE_DIR": args.modules}
+    tokens, greedy = (PROMPT[:4], 1) if args.quick else (PROMPT, GREEDY)
+    configs = [("32-lane warps, f32 cache", "32", "f32")]
+    if not args.quick:
+        configs.append(("64-lane warps, f16 cache", "64", "f16"))
+    runs = [(name, "simt", dict(mod, BRASA_SIMT_WARP=warp), kv) for name, warp, kv in configs]
+    for backend in ("cuda", "hip"):
+        if not args.gpu_modules:
+            break
+        if not os.path.exists(os.path.join(args.gpu_modules, f"brasa-{backend}.so")):
+            print(f"skip {backend}: not built")
+            continue
+        env = {"BRASA_MODULE_DIR": args.gpu_modules}
+        p, _ = dump(args, args.model, PROMPT[:2], 0, ["--device", backend], env)
+        if p.returncode != 0:
+            reason = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}"
+            known = any(k in reason for k in ("no device", "no NVIDIA driver", "driver too old", "does not load"))
+            if known:
+                print(f"skip {backend}: {reason}")
+            else:
+                report(False, f"{backend} device", reason)
+            continue
+        runs += [(f"{backend}, f32 cache", backend, env, "f32"), (f"{backend}, f16 cache", backend, env, "f16")]
+    for name, device, env, kv in runs:
+        cpu, want = dump(args, args.model, tokens, greedy, ["--kv-type", kv], {"BRASA_CPU_ACTIVATIONS": "f32"})
+        gpu, got = dump(args, args.model, tokens, greedy, ["--kv-type", kv, "--device", device], env)
+        if cpu.returncode != 0 or gpu.returncode != 0:
+            report(False, f"logits ({name})", (cpu.stderr + gpu.stderr).strip()[-400:])
+            continue
+        err = float(np.abs(got - want).max() / (want.max() - want.min()))
+        report(err <= TOLERANCE[kv] and got.shape == want.shape, f"logits of {len(tokens)} positions ({name})",
+               f"max |gpu - cpu| = {err:.2e} of the range (limit {TOLERANCE[kv]:.0e})")
+        report(gpu.stdout.split() == cpu.stdout.split(), f"greedy continuation ({name})",
+               f"gpu {gpu.stdout.strip()} / cpu {cpu.stdout.strip()}")
+
+    # Reasons, each a clean failure of the context, never a crash.
+    with tempfile.TemporaryDirectory() as empty, tempfile.TemporaryDirectory() as bad:
+        with open(os.path.join(bad, "brasa-simt.so"), "w") as f:
+            f.write("not a shared object\n")
+        cases = [
+            ("a backend not in this build", ["--device", "cuda"], {"BRASA_MODULE_DIR": empty}, "not in this build"),
+            ("a module file that does not load", ["--device", "simt"], {"BRASA_MODULE_DIR": bad}, "does not load"),
+            ("no device", ["--device", "simt"], dict(mod, BRASA_SIMT_DEVICES="0"), "no device"),
+            ("a device index past the last", ["--device", "simt:3"], mod, "no device 3"),
+            ("a bad device index", ["--device", "simt:x"], mod, "must be a number"),
+            ("a bad backend name", ["--device", "Bad/Name"], mod, "not a backend name"),
+            ("device out of memory", ["--device", "simt"], dict(mod, BRASA_SIMT_MEMORY_MB="40"), "MiB free of"),
+        ]
+        for what, extra, env, needle in cases:
+            p, _ = dump(args, args.model, PROMPT[:2], 0, extra, env)
+            ok = p.returncode == 1 and needle in p.stderr and "Segmentation" not in p.stderr
+            report(ok, f"refuses {what}", p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}")
+
+    p = run([args.brasa, "doctor", "--json"], {"BRASA_MODULE_DIR": args.modules})
+    try:
+        backends = {b["name"]: b for b in json.loads(p.stdout)["backends"]}
+        ok = all(n in backends and (backends[n]["loads"] or backends[n]["detail"]) for n in ("cpu", "cuda", "hip"))
+        report(ok, "doctor reports each GPU backend, or why it does not load",
+               "; ".join(f"{n}: {backends[n]['detail'][:60]}" for n in ("cuda", "hip") if n in backends))
+    except (ValueError, KeyError) as e:
+        report(False, "doctor --json", f"{e}: {p.stdout[:200]} {p.stderr[:200]}")
+
+    if not args.quick:  # (a sanitized build runs the fiber executor too slowly for a benchmark)
+        p = run([args.brasa, "bench", "-m", args.model, "-p", "4", "-n", "2", "-r", "1", "--device", "simt", "--json"], mod)
+        try:
+            b = json.loads(p.stdout)
+            ok = p.returncode == 0 and b["backend"].startswith("simt:0/") and len(b["results"]) == 2 and \
+                all(r["tokens_per_second"]["mean"] > 0 for r in b["results"])
+            report(ok, "bench --device runs on the device", f"backend {b['backend']}, bandwidth {b['bandwidth']['source']}")
+        except (ValueError, KeyError) as e:
+            report(False, "bench --device", f"{e}: {p.stdout[:200]} {p.stderr[-300:]}")
+    p = run([args.brasa, "run", "-m", args.model, "-p", "Hi", "-n", "2", "--device", "nosuch"], {"BRASA_MODULE_DIR": args.modules})
+    report(p.returncode == 1 and "not in this build" in p.stderr, "run --device names a missing backend",
+           p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}")
+
+    print(f"gpu device: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
