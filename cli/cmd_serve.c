@@ -7,12 +7,13 @@
 static const char usage[] =
     "Usage: brasa serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--threads N]\n"
     "                   [--api-key KEY | --no-auth] [--timeout S] [--queue N] [--max-body BYTES]\n"
-    "                   [--kv-type f16|f32]\n"
+    "                   [--kv-type f16|f32] [--device DEV]\n"
     "\n"
     "Serves the model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions,\n"
     "/v1/models, /health, /metrics) and a chat page at /. Up to --parallel requests (default 4) decode\n"
     "together; each has a context of --ctx tokens (default 4096), its keys and values in f16 unless\n"
-    "--kv-type f32. Binding to an address other than loopback needs --api-key (or --no-auth). The\n"
+    "--kv-type f32. --device (cpu, cuda, hip, cuda:N, hip:N) chooses where the model runs; one server\n"
+    "owns a device. Binding to an address other than loopback needs --api-key (or --no-auth). The\n"
     "key is also read from BRASA_API_KEY.\n"
     "SIGINT or SIGTERM stops it after the requests in flight.\n";
 
@@ -55,6 +56,13 @@ int cmd_serve(int argc, char **argv) {
         else if (strcmp(a, "--kv-type") == 0) {
             if (!cli_parse_kv_type(v, &cfg.kv_type))
                 return cli_usage_error("serve", usage, "--kv-type is f16 or f32, not '%s'", v);
+        }
+        else if (strcmp(a, "--device") == 0) {
+            /* letters, digits and one ':', so that it names a lock file as it is */
+            if (!*v || strlen(v) > 24 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789:") != strlen(v) ||
+                v[0] == ':' || (strchr(v, ':') && strchr(v, ':') != strrchr(v, ':')))
+                return cli_usage_error("serve", usage, "--device is cpu, cuda, hip, cuda:N or hip:N, not '%s'", v);
+            cfg.device = v;
         }
         else if (strcmp(a, "--timeout") == 0 && cli_parse_i64(v, 1, 3600, &n))
             cfg.timeout_s = (int)n;

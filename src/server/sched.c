@@ -383,6 +383,7 @@ brasa_status sched_create(const brasa_model *model, const sched_config *cfg, sch
     cp.n_threads = cfg->n_threads;
     cp.n_seq = cfg->n_slots;
     cp.kv_type = cfg->kv_type;
+    cp.device = cfg->device;
     st = brasa_context_create(model, &cp, &s->ctx, err);
     if (st == BRASA_OK)
         st = plat_thread_start(&s->thread, sched_loop, s, err);

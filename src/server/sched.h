@@ -21,6 +21,7 @@ typedef struct sched_config {
     int32_t n_ctx;     /* tokens per slot */
     int32_t n_threads;
     int32_t kv_type;   /* a brasa_kv_type */
+    const char *device; /* as brasa_context_params.device; NULL: the CPU */
     int32_t max_queue; /* jobs waiting for a slot before submissions are refused */
     metrics *metrics;  /* token counts and latencies go here; may be NULL */
 } sched_config;

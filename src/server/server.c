@@ -397,21 +397,28 @@ static void load_progress(float fraction, void *user) {
         fprintf(stderr, "\rloading the model: %3d%%%s", (int)(fraction * 100.0f), fraction >= 1.0f ? "\n" : "");
 }
 
-/* The lock that makes this the only server of its device: <runtime dir>/serve-cpu.lock. */
-static plat_lock *take_device_lock(void) {
-    char dir[512], path[600];
+/* The lock that makes this the only server of its device: <runtime dir>/serve-cpu.lock, or
+ * serve-cuda-0.lock for "cuda" and "cuda:0" alike (the device string is checked by the caller). */
+static plat_lock *take_device_lock(const char *device) {
+    char dir[512], path[600], name[40] = "cpu";
     if (!plat_runtime_dir(dir, sizeof dir)) {
         fprintf(stderr, "brasa serve: no private runtime directory for the device lock (set XDG_RUNTIME_DIR)\n");
         return NULL;
     }
-    snprintf(path, sizeof path, "%s/serve-cpu.lock", dir);
+    if (device && *device && strcmp(device, "cpu") != 0) {
+        snprintf(name, sizeof name, "%.30s%s", device, strchr(device, ':') ? "" : ":0");
+        char *colon = strchr(name, ':');
+        if (colon)
+            *colon = '-';
+    }
+    snprintf(path, sizeof path, "%s/serve-%s.lock", dir, name);
     plat_lock *lock = NULL;
     long holder = 0, stale = 0;
     brasa_error err;
     if (plat_lock_acquire(path, &lock, &holder, &stale, &err) != BRASA_OK) {
         if (holder > 0)
-            fprintf(stderr, "brasa serve: another brasa serve (PID %ld) already owns the cpu device; stop it first "
-                    "(lock: %s)\n", holder, path);
+            fprintf(stderr, "brasa serve: another brasa serve (PID %ld) already owns the %s device; stop it first "
+                    "(lock: %s)\n", holder, name, path);
         else
             fprintf(stderr, "brasa serve: %s\n", err.message);
         return NULL;
@@ -437,7 +444,7 @@ int srv_run(const srv_config *cfg) {
     if (!loopback && cfg->no_auth && !cfg->api_key)
         fprintf(stderr, "brasa serve: warning: anyone who can reach %s:%d can use this server (--no-auth)\n", cfg->host,
                 cfg->port);
-    plat_lock *lock = take_device_lock();
+    plat_lock *lock = take_device_lock(cfg->device);
     if (!lock)
         return 1;
     volatile int stop = 0;
@@ -465,7 +472,7 @@ int srv_run(const srv_config *cfg) {
     const char *base2 = strrchr(cfg->model_path, '\\');
     base = base2 > base ? base2 : base;
     snprintf(s.model_id, sizeof s.model_id, "%s", base ? base + 1 : cfg->model_path);
-    sched_config sc = { cfg->parallel, cfg->ctx, cfg->threads, cfg->kv_type, cfg->max_queue, s.metrics };
+    sched_config sc = { cfg->parallel, cfg->ctx, cfg->threads, cfg->kv_type, cfg->device, cfg->max_queue, s.metrics };
     if (sched_create(s.model, &sc, &s.sched, &err) != BRASA_OK) {
         fprintf(stderr, "brasa serve: %s\n", err.message);
         goto out;

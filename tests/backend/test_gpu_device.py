@@ -11,7 +11,8 @@ Checks:
            this build, a module file that does not load, no device, device out of memory (with
            the numbers), bad device names
   tools    `brasa doctor --json` reports every GPU backend with a reason; `brasa bench --device`
-           runs on the device and names it
+           runs on the device and names it; `brasa serve --device` answers a completion from the
+           device, and a second server of the same device refuses, naming the first's PID
   real     with --gpu-modules, each real backend module built there (brasa-cuda, brasa-hip) runs
            the same logits and greedy checks on its device 0, or is skipped with the reason it
            gives (no driver, no device)
@@ -26,8 +27,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
+from serverproc import Server  # noqa: E402
 
 SKIP = 77
 # of the logit range; measured on SmolLM2 through brasa-simt: 8e-7 with an f32 cache, 7.8e-5 with
@@ -64,6 +69,30 @@ def dump(args, model, tokens, greedy, extra, env_extra):
         return p, logits
     finally:
         os.unlink(out)
+
+
+def check_serve(args, mod):
+    srv = Server(args.brasa, args.model, "--device", "simt", "--parallel", "1", "--ctx", "64", env=mod)
+    try:
+        if srv.port is None:
+            report(False, "serve --device", srv.stderr()[-300:])
+            return
+        body = json.dumps({"model": "m", "prompt": "The capital of France is", "max_tokens": 2, "temperature": 0}).encode()
+        req = urllib.request.Request(srv.base + "/v1/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=600) as r:
+            reply = json.loads(r.read())
+        ok = reply["usage"]["completion_tokens"] == 2 and reply["choices"][0]["text"] != ""
+        report(ok, "serve --device answers from the device", repr(reply["choices"][0]["text"]))
+        second = Server(args.brasa, args.model, "--device", "simt:0", env=mod, runtime_dir=srv.runtime_dir)
+        rc = second.stop()
+        said = second.stderr()
+        report(rc == 1 and f"PID {srv.proc.pid}" in said and "simt-0 device" in said,
+               "a second server of the same device refuses", said.strip().splitlines()[-1] if said.strip() else "")
+    except (OSError, ValueError, KeyError) as e:
+        report(False, "serve --device", f"{e}: {srv.stderr()[-300:]}")
+    finally:
+        rc = srv.stop()
+        report(rc == 0, "serve --device stops cleanly", f"exit {rc}")
 
 
 def main():
@@ -149,6 +178,8 @@ def main():
             report(ok, "bench --device runs on the device", f"backend {b['backend']}, bandwidth {b['bandwidth']['source']}")
         except (ValueError, KeyError) as e:
             report(False, "bench --device", f"{e}: {p.stdout[:200]} {p.stderr[-300:]}")
+    if not args.quick:
+        check_serve(args, mod)
     p = run([args.brasa, "run", "-m", args.model, "-p", "Hi", "-n", "2", "--device", "nosuch"], {"BRASA_MODULE_DIR": args.modules})
     report(p.returncode == 1 and "not in this build" in p.stderr, "run --device names a missing backend",
            p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}")
