@@ -30,13 +30,11 @@ typedef struct gpu_weight {
 
 typedef struct gpu_impl {
     bk_gpu_info info;
-    int index;
     gk_exec ex;
     void *stage;       /* device copy of the current call's ids or positions */
     size_t stage_cap;
     gpu_weight *weights; /* open addressing by host address; capacity a power of two */
     size_t n_weights, weights_cap;
-    uint64_t weight_bytes;
 } gpu_impl;
 
 struct bk_buffer {
@@ -157,7 +155,6 @@ static brasa_status device_rows(bk_device *dev, const bk_tensor *t, const void *
         s = (s + 1) & (g->weights_cap - 1);
     g->weights[s] = (gpu_weight){ t->data, p, bytes };
     g->n_weights++;
-    g->weight_bytes += bytes;
     *out = p;
     return BRASA_OK;
 }
@@ -401,7 +398,6 @@ static brasa_status module_device_create(int index, bk_device **out, brasa_error
     }
     dev->ops = &gpu_ops;
     dev->impl = g;
-    g->index = index;
     brasa_status st = BRASA_OK;
     int rc = gr_set_device(index);
     if (rc == 0)
@@ -423,8 +419,6 @@ static brasa_status module_device_create(int index, bk_device **out, brasa_error
     return BRASA_OK;
 }
 
-static uint64_t module_weight_bytes(const bk_device *dev) { return dev ? ((const gpu_impl *)dev->impl)->weight_bytes : 0; }
-
 BK_GPU_MODULE_EXPORT const bk_gpu_module *brasa_gpu_module_v1(void);
 
 BK_GPU_MODULE_EXPORT const bk_gpu_module *brasa_gpu_module_v1(void) {
@@ -436,6 +430,5 @@ BK_GPU_MODULE_EXPORT const bk_gpu_module *brasa_gpu_module_v1(void) {
     m.device_info = module_device_info;
     m.device_create = module_device_create;
     m.device_free = module_device_free;
-    m.weight_bytes = module_weight_bytes;
     return &m;
 }

@@ -44,8 +44,6 @@ typedef struct bk_gpu_module {
      * with the reason when the module holds no kernels for the device's architecture. */
     brasa_status (*device_create)(int index, bk_device **out, brasa_error *err);
     void (*device_free)(bk_device *dev); /* accepts NULL */
-    /* Device memory in use for copies of host weights, in bytes. */
-    uint64_t (*weight_bytes)(const bk_device *dev);
 } bk_gpu_module;
 
 typedef const bk_gpu_module *(*bk_gpu_module_entry)(void);

@@ -71,7 +71,6 @@ struct executor {
     dim3 grid, block, block_id;
     std::vector<fiber> fibers;
     std::vector<uint64_t> lanes; /* exchange slots, one per thread of the block */
-    std::vector<unsigned char> shared;
     const std::function<void()> *body = nullptr;
     context scheduler;
     bool running = false;
@@ -122,6 +121,26 @@ int next_in_warp() {
     return -1;
 }
 
+/* Whether another lane of the current lane's warp waits at a shuffle. */
+bool warp_waits_at_shuffle() {
+    const unsigned w = (unsigned)ex.warp, w0 = current_thread / w * w;
+    for (unsigned i = w0; i < w0 + w; i++)
+        if (ex.fibers[i].state == AT_WARP_BARRIER)
+            return true;
+    return false;
+}
+
+/* The current lane stops at a barrier: hands over to the next lane of its warp that can run and
+ * returns true once resumed, or returns false at once when none can (the lane arrived last). */
+bool arrive(fiber_state barrier) {
+    ex.fibers[current_thread].state = barrier;
+    const int next = next_in_warp();
+    if (next < 0)
+        return false;
+    switch_to((unsigned)next);
+    return true;
+}
+
 void fiber_main() {
 #ifdef SIMT_ASAN
     __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr); /* a fresh fiber has no state to restore */
@@ -134,10 +153,8 @@ void fiber_main() {
         current_thread = (unsigned)next;
         switch_context(ex.fibers[from].ctx, ex.fibers[next].ctx, true); /* never comes back */
     }
-    const unsigned w = (unsigned)ex.warp, w0 = current_thread / w * w;
-    for (unsigned i = w0; i < w0 + w; i++)
-        if (ex.fibers[i].state == AT_WARP_BARRIER)
-            fail("a warp shuffle that some lanes of the warp never reach (they returned)");
+    if (warp_waits_at_shuffle())
+        fail("a warp shuffle that some lanes of the warp never reach (they returned)");
     fiber &me = ex.fibers[current_thread];
     switch_context(me.ctx, ex.scheduler, true); /* never comes back: the fiber is started afresh */
 }
@@ -217,7 +234,8 @@ void launch(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::funct
     if (ex.fibers.size() < block.x)
         ex.fibers.resize(block.x);
     ex.lanes.assign(block.x, 0);
-    ex.shared.assign(dynamic_shared_bytes + 16, 0);
+    if (dynamic_shared_bytes != 0)
+        fail("dynamic shared memory (brasa's kernels declare theirs)");
 #ifdef SIMT_ASAN
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
@@ -240,33 +258,22 @@ void launch(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::funct
 dim3 block_idx() { return ex.block_id; }
 dim3 block_dim() { return ex.block; }
 dim3 grid_dim() { return ex.grid; }
-void *dynamic_shared() { return ex.shared.data(); }
 
 void sync_block() {
     if (!ex.running)
         fail("__syncthreads outside a kernel");
-    ex.fibers[current_thread].state = AT_BLOCK_BARRIER;
-    const int next = next_in_warp();
-    if (next >= 0) {
-        switch_to((unsigned)next);
+    if (arrive(AT_BLOCK_BARRIER))
         return;
-    }
-    const unsigned w = (unsigned)ex.warp, w0 = current_thread / w * w;
-    for (unsigned i = w0; i < w0 + w; i++)
-        if (ex.fibers[i].state == AT_WARP_BARRIER)
-            fail("__syncthreads while other lanes of the warp wait at a shuffle");
+    if (warp_waits_at_shuffle())
+        fail("__syncthreads while other lanes of the warp wait at a shuffle");
     switch_context(ex.fibers[current_thread].ctx, ex.scheduler);
 }
 
 /* The warp barrier: hands over to the next lane still running; the last lane to arrive releases
  * the warp and resumes its first lane. */
 static void warp_barrier() {
-    ex.fibers[current_thread].state = AT_WARP_BARRIER;
-    const int next = next_in_warp();
-    if (next >= 0) {
-        switch_to((unsigned)next);
+    if (arrive(AT_WARP_BARRIER))
         return;
-    }
     const unsigned w = (unsigned)ex.warp, w0 = current_thread / w * w;
     for (unsigned i = w0; i < w0 + w; i++) {
         if (ex.fibers[i].state != AT_WARP_BARRIER)

@@ -26,7 +26,8 @@ namespace simt {
 void set_warp_size(int width);
 int warp_size();
 
-/* Runs body once per thread of every block of grid (x only, as brasa's kernels use). Aborts with
+/* Runs body once per thread of every block of grid (x only, as brasa's kernels use; none asks
+ * for dynamic shared memory, so a launch that does is refused). Aborts with
  * a message on a barrier some threads of a block or warp never reach: that is a kernel bug. */
 void launch(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()> &body);
 
@@ -35,7 +36,6 @@ inline dim3 thread_idx() { return dim3(current_thread); }
 dim3 block_idx();
 dim3 block_dim();
 dim3 grid_dim();
-void *dynamic_shared();
 
 void sync_block(); /* __syncthreads */
 /* The shuffle primitive: every lane of the calling warp puts in a 64-bit value and reads lane
