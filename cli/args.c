@@ -53,6 +53,19 @@ bool cli_parse_kv_type(const char *s, int32_t *out) {
     return true;
 }
 
+bool cli_parse_gpu_layers(const char *s, int32_t *out) {
+    int64_t n;
+    if (s && strcmp(s, "auto") == 0)
+        *out = BRASA_GPU_LAYERS_AUTO;
+    else if (s && strcmp(s, "all") == 0)
+        *out = BRASA_GPU_LAYERS_ALL;
+    else if (s && cli_parse_i64(s, 0, 1 << 20, &n))
+        *out = n == 0 ? BRASA_GPU_LAYERS_NONE : (int32_t)n;
+    else
+        return false;
+    return true;
+}
+
 char *cli_read_stdin(size_t *len) {
     buf b = { 0 };
     char chunk[65536];

@@ -22,6 +22,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 int cmd_serve(int argc, char **argv); /* when built with the server (BRASA_SERVER) */
 
 /* Prints "brasa CMD: message" and the command's usage to stderr; returns CLI_USAGE. */
@@ -33,6 +34,8 @@ bool cli_is_help(const char *arg);
 bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* Parses a KV cache type, "f16" or "f32", into a brasa_kv_type. */
 bool cli_parse_kv_type(const char *s, int32_t *out);
+/* Parses --gpu-layers: "auto", "all" or a count (0: none) into brasa_context_params.gpu_layers. */
+bool cli_parse_gpu_layers(const char *s, int32_t *out);
 /* Reads all of stdin; returns a malloc'ed buffer (caller frees) or NULL on failure. */
 char *cli_read_stdin(size_t *len);
 /* Opens a model, printing the error as "brasa: PATH: message". */

@@ -11,7 +11,8 @@
 #include "tools/devices.h"
 
 static const char usage[] =
-    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [--kv-type T] [--device DEV] [--json]\n"
+    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [--kv-type T] [--device DEV]\n"
+    "                   [--gpu-layers N|auto|all] [--json]\n"
     "\n"
     "Measures prompt processing (ppN: N prompt tokens at once) and token generation (tgN: N tokens\n"
     "one at a time) in tokens/s, as mean ± sd over N repetitions after a warm-up. LISTs are\n"
@@ -27,6 +28,7 @@ static const char usage[] =
     "  -t LIST            thread counts (default: one per core)\n"
     "  --kv-type T        KV cache: f16 (default) or f32\n"
     "  --device DEV       cpu (default), cuda, hip, cuda:N, hip:N\n"
+    "  --gpu-layers N     with a GPU: auto (default, what fits), all, or the last N layers\n"
     "  --json             one JSON document on standard output\n";
 
 #define MAX_LIST 16
@@ -71,6 +73,14 @@ static void mean_sd(const double *x, int n, double *mean, double *sd) {
     for (int i = 0; i < n; i++)
         ss += (x[i] - *mean) * (x[i] - *mean);
     *sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+}
+
+static void upload_progress(float fraction, void *user) {
+    (void)user;
+    fprintf(stderr, "\rcopying weights to the GPU %3d%%", (int)(fraction * 100.0f + 0.5f));
+    if (fraction >= 1.0f)
+        fprintf(stderr, "\r%40s\r", "");
+    fflush(stderr);
 }
 
 static void progress(bool on, const char *test, int threads, int rep, int reps) {
@@ -130,6 +140,7 @@ int cmd_bench(int argc, char **argv) {
     bool json = false;
     int32_t kv_type = BRASA_KV_F16;
     const char *device = NULL;
+    int32_t gpu_layers = BRASA_GPU_LAYERS_AUTO, gpu_layers_used = 0, tuned = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) {
@@ -156,6 +167,10 @@ int cmd_bench(int argc, char **argv) {
             if (!v)
                 return cli_usage_error("bench", usage, "--device needs cpu, cuda, hip, cuda:N or hip:N");
             device = argv[++i];
+        } else if (strcmp(a, "--gpu-layers") == 0) {
+            if (!v || !cli_parse_gpu_layers(v, &gpu_layers))
+                return cli_usage_error("bench", usage, "--gpu-layers needs auto, all or a number of layers");
+            i++;
         } else if (strcmp(a, "-r") == 0) {
             if (!v || !cli_parse_i64(v, 1, 1000, &reps))
                 return cli_usage_error("bench", usage, "-r needs a number of repetitions from 1 to 1000");
@@ -207,12 +222,20 @@ int cmd_bench(int argc, char **argv) {
         cp.n_seq = (int32_t)max_seqs;
         cp.kv_type = kv_type;
         cp.device = device;
+        cp.gpu_layers = gpu_layers;
+        if (tty)
+            cp.progress = upload_progress;
         brasa_context *c = NULL;
         if (brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {
             rc = cli_fail("%s: %s", model_path, err.message);
             break;
         }
         snprintf(backend, sizeof backend, "%s", brasa_context_backend(c));
+        gpu_layers_used = brasa_context_gpu_layers(c);
+        const char *note = NULL;
+        tuned = brasa_context_tuning(c, &note);
+        if (note && note[0] && ti == 0)
+            fprintf(stderr, "brasa bench: warning: %s\n", note);
         double warm;
         if (!run_test(c, tokens, 8, false, &warm, &err) || !run_test(c, tokens, 4, true, &warm, &err)) {
             rc = cli_fail("%s", err.message);
@@ -287,7 +310,8 @@ int cmd_bench(int argc, char **argv) {
         printf(", \"n_params\": %lld, \"file_bytes\": %llu, \"weight_bytes_per_token\": %llu, \"backend\": ",
                (long long)d.n_params, (unsigned long long)d.file_bytes, (unsigned long long)d.weight_bytes_per_token);
         json_cstr(stdout, backend);
-        printf(", \"kv_type\": \"%s\", \"cpu_features\": ", kv_type == BRASA_KV_F32 ? "f32" : "f16");
+        printf(", \"gpu_layers\": %d, \"n_layer\": %d, \"tuned_choices\": %d, \"kv_type\": \"%s\", \"cpu_features\": ",
+               gpu_layers_used, d.n_layer, tuned, kv_type == BRASA_KV_F32 ? "f32" : "f16");
         json_cstr(stdout, features);
         printf(", \"repetitions\": %lld, \"bandwidth\": {\"gb_per_second\": %.3f, \"decode_limit_tokens_per_second\": %.3f, "
                "\"source\": ", (long long)reps, bandwidth, limit);
@@ -311,6 +335,9 @@ int cmd_bench(int argc, char **argv) {
         printf("backend    %s%s, KV cache %s, CPU features: %s\n", backend,
                strstr(backend, "+q8") ? " (8-bit activations; BRASA_CPU_ACTIVATIONS=f32 for float)" : "",
                kv_type == BRASA_KV_F32 ? "f32" : "f16", features);
+        if (on_gpu)
+            printf("gpu        %d of %d layers; %d product choices from the tuning cache (brasa tune), the rule for the rest\n",
+                   gpu_layers_used, d.n_layer, tuned);
         printf("memory     %.1f GB/s read bandwidth (%s); %.1f MB of weights per token: decode limit %.1f tokens/s\n",
                bandwidth, bandwidth_source, gb_per_token * 1e3, limit);
         printf("\n| %-8s | %7s | %20s | %16s |\n", "test", "threads", "tokens/s", "share of limit");

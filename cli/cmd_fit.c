@@ -167,7 +167,7 @@ static void print_plan(const fit_model *m, const devtab_device *d, const fit_res
         cli_print_bytes(stdout, (double)r->host_bytes);
         printf(" of weights, ");
         cli_print_bytes(stdout, (double)r->host_total);
-        printf(" with their KV cache)\n");
+        printf(" with their KV cache); run it with --gpu-layers %d (or auto)\n", r->gpu_layers);
     }
     printf("expected speed: decode %.1f tokens/s (short context) to %.1f (full context); prefill %.0f tokens/s\n",
            r->decode_tps, r->decode_tps_full, r->prefill_tps);

@@ -7,14 +7,15 @@
 static const char usage[] =
     "Usage: brasa serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--threads N]\n"
     "                   [--api-key KEY | --no-auth] [--timeout S] [--queue N] [--max-body BYTES]\n"
-    "                   [--kv-type f16|f32] [--device DEV]\n"
+    "                   [--kv-type f16|f32] [--device DEV] [--gpu-layers N|auto|all]\n"
     "\n"
     "Serves the model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions,\n"
     "/v1/models, /health, /metrics) and a chat page at /. Up to --parallel requests (default 4) decode\n"
     "together; each has a context of --ctx tokens (default 4096), its keys and values in f16 unless\n"
     "--kv-type f32. --device (cpu, cuda, hip, cuda:N, hip:N) chooses where the model runs; one server\n"
-    "owns a device. Binding to an address other than loopback needs --api-key (or --no-auth). The\n"
-    "key is also read from BRASA_API_KEY.\n"
+    "owns a device; on a GPU, --gpu-layers puts all, N, or as many layers as fit (auto, the default)\n"
+    "there. Binding to an address other than loopback needs --api-key (or --no-auth). The key is also\n"
+    "read from BRASA_API_KEY.\n"
     "SIGINT or SIGTERM stops it after the requests in flight.\n";
 
 int cmd_serve(int argc, char **argv) {
@@ -63,6 +64,10 @@ int cmd_serve(int argc, char **argv) {
                 v[0] == ':' || (strchr(v, ':') && strchr(v, ':') != strrchr(v, ':')))
                 return cli_usage_error("serve", usage, "--device is cpu, cuda, hip, cuda:N or hip:N, not '%s'", v);
             cfg.device = v;
+        }
+        else if (strcmp(a, "--gpu-layers") == 0) {
+            if (!cli_parse_gpu_layers(v, &cfg.gpu_layers))
+                return cli_usage_error("serve", usage, "--gpu-layers is auto, all or a number of layers, not '%s'", v);
         }
         else if (strcmp(a, "--timeout") == 0 && cli_parse_i64(v, 1, 3600, &n))
             cfg.timeout_s = (int)n;

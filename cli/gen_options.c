@@ -18,6 +18,8 @@ const char gen_options_help[] =
     "  --kv-type T             KV cache: f16 (default, half the memory) or f32\n"
     "  --device DEV            cpu (default), cuda, hip, or cuda:N / hip:N: the GPU backend modules\n"
     "                          load at run time; `brasa doctor` says which are usable\n"
+    "  --gpu-layers N          with a GPU device: auto (default: as many as its free memory holds),\n"
+    "                          all, or N of the last layers; the CPU runs the rest\n"
     "  --temp T                temperature; 0 is greedy (default 0.8)\n"
     "  --top-k K               keep the K most likely tokens; 0 is off (default 40)\n"
     "  --top-p P               nucleus sampling; 1 is off (default 0.95)\n"
@@ -104,6 +106,10 @@ int gen_options_parse(gen_options *o, const char *cmd, const char *usage, int ar
     } else if (strcmp(a, "--device") == 0) {
         NEED_VALUE();
         o->ctx.device = v; /* checked when the context opens it, which names what is wrong */
+    } else if (strcmp(a, "--gpu-layers") == 0) {
+        NEED_VALUE();
+        if (!cli_parse_gpu_layers(v, &o->ctx.gpu_layers))
+            BAD("must be auto, all or a number of layers");
     } else if (strcmp(a, "--temp") == 0) {
         NEED_VALUE();
         if (!parse_float(v, 0.0f, 100.0f, &o->sampling.temperature))
@@ -185,5 +191,9 @@ bool gen_open(const gen_options *o, brasa_model **model, brasa_context **ctx, br
         *ctx = NULL;
         return false;
     }
+    const char *note = NULL;
+    brasa_context_tuning(*ctx, &note);
+    if (note[0])
+        fprintf(stderr, "brasa: warning: %s\n", note);
     return true;
 }

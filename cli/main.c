@@ -19,6 +19,7 @@ static const char usage[] =
     "  fit MODEL           will it fit a device, at what context, how fast (--compare: every device)\n"
     "  doctor              what this machine has and what brasa can do with it\n"
     "  cost                what local inference costs against a cloud API\n"
+    "  tune -m MODEL       measure a GPU's kernel variants for a model and keep the fastest\n"
 #ifdef BRASA_SERVER
     "  serve -m MODEL      serve an OpenAI-compatible API and a chat page over HTTP\n"
 #endif
@@ -59,6 +60,8 @@ int main(int argc, char **argv) {
         return cmd_doctor(argc - 1, argv + 1);
     if (strcmp(cmd, "cost") == 0)
         return cmd_cost(argc - 1, argv + 1);
+    if (strcmp(cmd, "tune") == 0)
+        return cmd_tune(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0) {
 #ifdef BRASA_SERVER
         return cmd_serve(argc - 1, argv + 1);

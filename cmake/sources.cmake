@@ -6,6 +6,7 @@ set(BRASA_LIB_SOURCES
   src/core/pool.c
   src/backend/backend.c
   src/backend/gpu_loader.c
+  src/backend/gpu_tuning.c
   src/backend/cpu/cpu.c
   src/backend/cpu/kept.c
   src/backend/cpu/kernels_scalar.c
@@ -32,6 +33,7 @@ set(BRASA_LIB_SOURCES
   src/models/qwen2.c
   src/models/gemma3.c
   src/engine/layout.c
+  src/engine/offload.c
   src/engine/context.c
   src/engine/sampler.c
   src/engine/chat.c
@@ -65,6 +67,7 @@ set(BRASA_CLI_SOURCES
   cli/cmd_fit.c
   cli/cmd_doctor.c
   cli/cmd_cost.c
+  cli/cmd_tune.c
 )
 
 # The server: built when libmicrohttpd and cJSON are found (see CMakeLists.txt).

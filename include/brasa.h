@@ -216,9 +216,21 @@ typedef struct brasa_context_params {
     int32_t n_seq;     /* independent sequences, each with its own n_ctx-token cache; 0: 1 */
     int32_t kv_type;   /* a brasa_kv_type */
     /* where the model runs: NULL or "cpu"; "cuda" or "hip" (device 0), "cuda:1": a GPU backend
-     * module loaded at run time, with every layer on that device */
+     * module loaded at run time */
     const char *device;
+    /* With a GPU device, how many layers run there: the last ones, with the output head; the CPU
+     * runs the others (and the embedding lookup) in the same forward pass. BRASA_GPU_LAYERS_AUTO
+     * (the default) takes as many as the device's free memory holds beside the caches and scratch;
+     * N > 0 takes N (all when N >= the model's layers); BRASA_GPU_LAYERS_NONE runs all on the CPU. */
+    int32_t gpu_layers;
+    /* Called with a fraction in [0, 1] while weights are copied to a GPU device; NULL for none. */
+    void (*progress)(float fraction, void *user_data);
+    void *progress_user_data;
 } brasa_context_params;
+
+#define BRASA_GPU_LAYERS_AUTO 0
+#define BRASA_GPU_LAYERS_NONE (-1)
+#define BRASA_GPU_LAYERS_ALL INT32_MAX
 
 brasa_context_params brasa_context_default_params(void);
 brasa_status brasa_context_create(const brasa_model *model, const brasa_context_params *params,
@@ -228,6 +240,50 @@ void brasa_context_free(brasa_context *ctx);
 int32_t brasa_context_size(const brasa_context *ctx);  /* n_ctx */
 int32_t brasa_context_used(const brasa_context *ctx);  /* tokens in the cache */
 int32_t brasa_context_threads(const brasa_context *ctx);
+/* Layers that run on the context's GPU device (0 on the CPU) of the model's n_layer. */
+int32_t brasa_context_gpu_layers(const brasa_context *ctx);
+
+/* ---- GPU kernel tuning ----
+ * A GPU's matrix products come in variants (lanes per row and warps per block for decode, tile
+ * size for prefill), all computing the same sums. By default a rule picks one per weight shape,
+ * with no delay. brasa_context_tune measures the variants on the context's own weight shapes and
+ * keeps the fastest in a tuning cache in the user's cache directory, one file per device, keyed
+ * by its name, architecture, driver version and brasa's version; every later context on that
+ * device takes the stored choices at creation (reading one small file: no measuring, no delay). A
+ * stale, foreign or damaged file is ignored, with a note. */
+typedef struct brasa_tune_params {
+    int32_t prefill_tokens; /* tokens of the prefill products measured; 0: 512 */
+    int32_t repetitions;    /* runs per variant, after a warm-up; 0: 10 */
+    void (*progress)(float fraction, void *user_data);
+    void *progress_user_data;
+} brasa_tune_params;
+
+typedef struct brasa_tune_shape {
+    char kind[8];      /* "decode" (measured with 1 token) or "prefill" */
+    char type[16];     /* of the weights: "q4_K" */
+    int64_t n_out, n_in;
+    char before[48];   /* the variant in use before (the rule's, or an earlier tuning's), its time */
+    double before_us;
+    char best[48];     /* the fastest, now stored */
+    double best_us;
+} brasa_tune_shape;
+
+#define BRASA_TUNE_SHAPES_MAX 64
+
+typedef struct brasa_tune_report {
+    int32_t n_shapes;
+    brasa_tune_shape shapes[BRASA_TUNE_SHAPES_MAX];
+    char cache_path[1024];   /* where the choices were written; "" when they could not be */
+    char cache_problem[256]; /* why not, or "" */
+} brasa_tune_report;
+
+brasa_tune_params brasa_tune_default_params(void);
+/* Tunes the products of the layers on the context's GPU (BRASA_ERR_UNSUPPORTED on the CPU). */
+brasa_status brasa_context_tune(brasa_context *ctx, const brasa_tune_params *params, brasa_tune_report *report,
+                                brasa_error *err);
+/* How many stored choices the context's GPU took from the tuning cache at creation; *note (when
+ * not NULL) says why a cache file was ignored, or is "". */
+int32_t brasa_context_tuning(const brasa_context *ctx, const char **note);
 const brasa_model *brasa_context_model(const brasa_context *ctx);
 void brasa_context_reset(brasa_context *ctx);          /* forget every token of every sequence */
 /* Drops cached tokens from position n on (n <= used), e.g. to rewind a conversation. Sliding-window

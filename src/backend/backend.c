@@ -25,13 +25,15 @@ bk_tensor bk_rows(const bk_tensor *t, int64_t row0, int64_t n) {
 brasa_status bk_copy(const bk_tensor *src, bk_tensor *dst, brasa_error *err) {
     if (src->row_bytes != dst->row_bytes || src->ne1 > dst->ne1)
         return err_set(err, BRASA_ERR_INTERNAL, "bk_copy: shapes differ");
-    if (!src->dev && !dst->dev) {
-        memcpy(dst->data, src->data, (size_t)src->ne1 * src->row_bytes);
+    /* host memory (or a device whose buffers are host memory, the CPU) on either side: one copy */
+    const bool src_host = !src->dev || src->dev->ops->host_memory, dst_host = !dst->dev || dst->dev->ops->host_memory;
+    if (src_host && dst_host) {
+        memmove(dst->data, src->data, (size_t)src->ne1 * src->row_bytes);
         return BRASA_OK;
     }
-    if (!src->dev)
+    if (src_host)
         return dst->dev->ops->upload(dst, src->data, 0, src->ne1, err);
-    if (!dst->dev)
+    if (dst_host)
         return src->dev->ops->download(src, dst->data, 0, src->ne1, err);
     /* between two devices: through a host bounce buffer */
     size_t bytes = (size_t)src->ne1 * src->row_bytes;

@@ -66,6 +66,8 @@ typedef struct bk_matmul_out {
  * (a GPU can fail at any call). Shapes: x and y are activations with one row per token. */
 typedef struct bk_device_ops {
     const char *name;
+    bool host_memory; /* its buffers are plain host memory, which another device copies to and from
+                       * directly (the CPU) */
     brasa_status (*buffer_alloc)(bk_device *dev, size_t bytes, bk_buffer **out, brasa_error *err);
     void (*buffer_free)(bk_buffer *buf);
     void *(*buffer_base)(bk_buffer *buf);
@@ -104,6 +106,10 @@ typedef struct bk_device_ops {
                               const bk_attention_params *p, bk_tensor *out, brasa_error *err);
     /* x = cap * tanh(x / cap), in place */
     brasa_status (*softcap)(bk_device *dev, bk_tensor *x, float cap, brasa_error *err);
+    /* Optional (NULL: nothing to do). Readies a constant host tensor for use on dev now, as its
+     * first use otherwise would (a GPU copies it into device memory), so that a model's weights
+     * are uploaded once at context creation, with progress, instead of during the first tokens. */
+    brasa_status (*keep)(bk_device *dev, const bk_tensor *t, brasa_error *err);
 } bk_device_ops;
 
 struct bk_device {

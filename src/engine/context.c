@@ -1,15 +1,20 @@
 /* context.c: inference contexts: the KV caches of one or more sequences and the activation
  * buffers, sized once for n_ctx, n_seq and n_batch, and the decode calls, which run the
  * architecture's forward pass over batches of tokens (of one sequence, or one token of each of
- * several). Nothing is allocated per token: every tensor is a view into buffers made at creation. */
+ * several). Nothing is allocated per token: every tensor is a view into buffers made at creation.
+ * With a GPU the layers are split between it and the CPU (offload.h): each device is a "place"
+ * holding the caches of its layers and a batch's activations; the GPU's weights are copied at
+ * creation and its stored kernel choices read from the tuning cache (gpu_tuning.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
 #include "backend/gpu_loader.h"
+#include "backend/gpu_tuning.h"
 #include "core/error.h"
 #include "engine/layout.h"
+#include "engine/offload.h"
 #include "model/model.h"
 #include "models/decoder.h"
 #include "platform/platform.h"
@@ -19,25 +24,40 @@
 typedef struct ctx_seq {
     int32_t n_past;
     bool have_logits;
-    bk_tensor *k_cache, *v_cache; /* (n_layer) */
+    bk_tensor *k_cache, *v_cache; /* (n_layer) each on the device of the place running its layer */
     float *last_logits;           /* (n_vocab) */
 } ctx_seq;
 
+/* A device of the context and what lives there: the KV caches of the layers it runs (from
+ * first_layer to the next place's) and one batch's activations. */
+typedef struct ctx_place {
+    bk_device *dev;
+    int32_t first_layer;
+    bk_buffer *kv_buf, *act_buf;
+    uint64_t kv_bytes;
+    bk_tensor x, h, o, q, k, v, att, gate, up, logits; /* each with n_batch rows */
+} ctx_place;
+
 struct brasa_context {
     const brasa_model *model;
-    bk_device *dev;
-    const bk_gpu_module *gpu;     /* the module dev comes from; NULL for the CPU */
+    bk_device *cpu;               /* the CPU device, when it runs any layer */
+    bk_device *gpu_dev;           /* the GPU device named by params.device, if any */
+    const bk_gpu_module *gpu;     /* the module gpu_dev comes from */
+    int32_t gpu_layers;           /* the last layers, run on gpu_dev */
+    bk_gpu_info gpu_info;
+    int32_t tuned;                /* product choices gpu_dev took from the tuning cache */
+    char tuning_note[640];        /* why a tuning cache file was ignored, or "" */
+    ctx_place places[FWD_PLACES_MAX]; /* (n_places) in layer order: the CPU's layers, then the GPU's */
+    int n_places;
     int32_t n_ctx, n_batch, n_threads, n_seq;
-    bk_buffer *kv_buf, *act_buf;
     ctx_seq *seqs;                /* (n_seq) */
     bk_tensor *caches;            /* (n_seq * 2 * n_layer) the views the sequences point into */
-    bk_tensor x, h, o, q, k, v, att, gate, up, logits; /* each with n_batch rows */
     int32_t *pos;                 /* (n_batch) */
     fwd_seq *fseqs;               /* (n_batch) a batch's sequences */
     uint64_t kv_bytes, scratch_bytes;
     int32_t rewind_max;           /* positions a sequence can drop and still continue (ring caches) */
     float *logit_store;           /* (n_seq * n_vocab) */
-    char backend_name[320];
+    char backend_name[480];
 };
 
 brasa_context_params brasa_context_default_params(void) {
@@ -58,23 +78,20 @@ static bk_tensor carve(bk_device *dev, char *base, size_t *offset, int64_t ne0, 
     return carve_typed(dev, QUANT_F32, base, offset, ne0, rows);
 }
 
-/* The device named by params.device ("cpu", "cuda", "hip:1"; NULL is the CPU). */
-static brasa_status open_device(brasa_context *c, const char *device, int32_t n_threads, brasa_error *err) {
-    if (!device || !*device || strcmp(device, "cpu") == 0) {
-        bk_device *cpu = NULL;
-        brasa_status st = bk_cpu_create(n_threads, &cpu, err);
-        if (st == BRASA_OK)
-            snprintf(c->backend_name, sizeof c->backend_name, "cpu/%s", bk_cpu_kernels_name(cpu));
-        c->dev = cpu; /* after the name: the analyzer takes the write into c as touching c->dev */
-        return st;
-    }
-    char name[24];
+static bool is_cpu(const char *device) {
+    return !device || !*device || strcmp(device, "cpu") == 0;
+}
+
+/* Opens the GPU device params.device names ("cuda", "hip:1"), filling info. */
+static brasa_status open_gpu(brasa_context *c, const char *device, bk_gpu_info *info, char *name, size_t name_size,
+                             brasa_error *err) {
+    char backend[24];
     int index = 0;
     const size_t len = strcspn(device, ":");
-    if (len == 0 || len >= sizeof name)
+    if (len == 0 || len >= sizeof backend)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "unknown device \"%s\" (cpu, cuda, hip, or cuda:N, hip:N)", device);
-    memcpy(name, device, len);
-    name[len] = '\0';
+    memcpy(backend, device, len);
+    backend[len] = '\0';
     if (device[len] == ':') {
         char *end = NULL;
         const long v = strtol(device + len + 1, &end, 10);
@@ -83,21 +100,113 @@ static brasa_status open_device(brasa_context *c, const char *device, int32_t n_
         index = (int)v;
     }
     char why[1200];
-    bk_gpu_backend *b = bk_gpu_open(name, why, sizeof why);
+    bk_gpu_backend *b = bk_gpu_open(backend, why, sizeof why);
     if (!b)
-        return err_set(err, BRASA_ERR_UNSUPPORTED, "device \"%s\": backend %s: %s", device, name, why);
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "device \"%s\": backend %s: %s", device, backend, why);
     const bk_gpu_module *m = bk_gpu_module_of(b);
-    bk_gpu_info info;
-    brasa_status st = m->device_create(index, &c->dev, err);
+    brasa_status st = m->device_create(index, &c->gpu_dev, err);
     if (st == BRASA_OK)
-        st = m->device_info(index, &info, err);
+        st = m->device_info(index, info, err);
     if (st != BRASA_OK) {
-        m->device_free(c->dev);
-        c->dev = NULL;
+        m->device_free(c->gpu_dev);
+        c->gpu_dev = NULL;
         return st;
     }
     c->gpu = m;
-    snprintf(c->backend_name, sizeof c->backend_name, "%s:%d/%s (%s)", m->name, index, info.name, info.arch);
+    snprintf(name, name_size, "%s:%d/%s (%s)", m->name, index, info->name, info->arch);
+    return BRASA_OK;
+}
+
+/* The weights the GPU's layers use (offload_gpu_tensors), in an array the caller frees; NULL when
+ * out of memory. */
+static const bk_tensor **gpu_tensor_list(const brasa_context *c, size_t *n) {
+    const brasa_model *m = c->model;
+    const int32_t first = m->hp.n_layer - c->gpu_layers;
+    *n = offload_gpu_tensors(&m->hp, &m->weights, first, NULL, 0);
+    const bk_tensor **list = malloc((*n ? *n : 1) * sizeof(const bk_tensor *));
+    if (list)
+        offload_gpu_tensors(&m->hp, &m->weights, first, list, *n);
+    return list;
+}
+
+/* Copies the GPU's weights to it now, with progress, rather than during the first tokens. */
+static brasa_status upload_weights(brasa_context *c, const brasa_context_params *p, brasa_error *err) {
+    if (!c->gpu_dev || c->gpu_layers == 0 || !c->gpu_dev->ops->keep)
+        return BRASA_OK;
+    size_t n = 0;
+    const bk_tensor **list = gpu_tensor_list(c, &n);
+    if (!list)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    uint64_t total = 0, done = 0;
+    for (size_t i = 0; i < n; i++)
+        total += (uint64_t)list[i]->ne1 * list[i]->row_bytes;
+    brasa_status st = BRASA_OK;
+    for (size_t i = 0; i < n && st == BRASA_OK; i++) {
+        st = c->gpu_dev->ops->keep(c->gpu_dev, list[i], err);
+        done += (uint64_t)list[i]->ne1 * list[i]->row_bytes;
+        if (p->progress && st == BRASA_OK)
+            p->progress(total ? (float)((double)done / (double)total) : 1.0f, p->progress_user_data);
+    }
+    free(list);
+    return st;
+}
+
+/* Makes the places: which device runs which layers, their caches and activations. */
+static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa_error *err) {
+    const arch_hparams *hp = &c->model->hp;
+    const brasa_context_params *p = &plan->params;
+    const int32_t L = hp->n_layer;
+    c->n_places = 0;
+    if (c->gpu_layers < L)
+        c->places[c->n_places++] = (ctx_place){ .dev = c->cpu, .first_layer = 0 };
+    if (c->gpu_layers > 0)
+        c->places[c->n_places++] = (ctx_place){ .dev = c->gpu_dev, .first_layer = L - c->gpu_layers };
+    brasa_status st = BRASA_OK;
+    for (int i = 0; i < c->n_places && st == BRASA_OK; i++) {
+        ctx_place *pl = &c->places[i];
+        const int32_t end = i + 1 < c->n_places ? c->places[i + 1].first_layer : L;
+        for (int32_t il = pl->first_layer; il < end; il++)
+            pl->kv_bytes += layout_layer_kv_bytes(hp, il, p);
+        st = pl->dev->ops->buffer_alloc(pl->dev, (size_t)pl->kv_bytes, &pl->kv_buf, err);
+        if (st == BRASA_OK)
+            st = pl->dev->ops->buffer_alloc(pl->dev, (size_t)plan->act_bytes, &pl->act_buf, err);
+    }
+    if (st != BRASA_OK)
+        return st;
+
+    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t B = c->n_batch, V = hp->n_vocab;
+    const uint32_t kv_type = layout_kv_quant(p);
+    size_t off[FWD_PLACES_MAX] = { 0 };
+    for (int64_t s = 0; s < c->n_seq; s++) {
+        ctx_seq *sq = &c->seqs[s];
+        sq->k_cache = c->caches + s * 2 * L;
+        sq->v_cache = sq->k_cache + L;
+        sq->last_logits = c->logit_store + (size_t)s * (size_t)V;
+        for (int32_t l = 0; l < L; l++) {
+            const int i = c->n_places > 1 && l >= c->places[1].first_layer ? 1 : 0;
+            ctx_place *pl = &c->places[i];
+            char *kv = pl->dev->ops->buffer_base(pl->kv_buf);
+            const int32_t rows = arch_kv_rows(hp, (int)l, c->n_ctx, c->n_batch);
+            sq->k_cache[l] = carve_typed(pl->dev, kv_type, kv, &off[i], KV, rows);
+            sq->v_cache[l] = carve_typed(pl->dev, kv_type, kv, &off[i], KV, rows);
+        }
+    }
+    for (int i = 0; i < c->n_places; i++) {
+        ctx_place *pl = &c->places[i];
+        char *act = pl->dev->ops->buffer_base(pl->act_buf);
+        size_t at = 0;
+        pl->x = carve(pl->dev, act, &at, E, B);
+        pl->h = carve(pl->dev, act, &at, E, B);
+        pl->o = carve(pl->dev, act, &at, E, B);
+        pl->q = carve(pl->dev, act, &at, Q, B);
+        pl->att = carve(pl->dev, act, &at, Q, B);
+        pl->k = carve(pl->dev, act, &at, KV, B);
+        pl->v = carve(pl->dev, act, &at, KV, B);
+        pl->gate = carve(pl->dev, act, &at, hp->n_ff, B);
+        pl->up = carve(pl->dev, act, &at, hp->n_ff, B);
+        pl->logits = carve(pl->dev, act, &at, V, B);
+    }
     return BRASA_OK;
 }
 
@@ -114,6 +223,8 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     if (st != BRASA_OK)
         return st;
     const brasa_context_params p = plan.params;
+    if (p.gpu_layers < 0 && p.gpu_layers != BRASA_GPU_LAYERS_NONE)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "gpu_layers %d is not a count, auto, all or none", p.gpu_layers);
 
     brasa_context *c = calloc(1, sizeof *c);
     if (!c)
@@ -132,15 +243,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         if (rows < p.n_ctx && rows - hp->sliding_window + 1 < c->rewind_max)
             c->rewind_max = rows - hp->sliding_window + 1;
     }
-    st = open_device(c, p.device, p.n_threads, err);
-    if (st != BRASA_OK || !c->dev) {
-        free(c);
-        return st != BRASA_OK ? st : err_set(err, BRASA_ERR_INTERNAL, "no device was made");
-    }
-    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
-    const int64_t B = c->n_batch, V = hp->n_vocab, L = hp->n_layer;
-    const int64_t S = c->n_seq;
-    const size_t kv_bytes = (size_t)plan.kv_bytes, act_bytes = (size_t)plan.act_bytes;
+    const int64_t S = c->n_seq, L = hp->n_layer, V = hp->n_vocab, B = c->n_batch;
     c->seqs = calloc((size_t)S, sizeof *c->seqs);
     c->caches = calloc((size_t)(S * 2 * L), sizeof *c->caches);
     c->pos = malloc((size_t)B * sizeof *c->pos);
@@ -148,10 +251,40 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     c->logit_store = malloc((size_t)S * (size_t)V * sizeof *c->logit_store);
     if (!c->seqs || !c->caches || !c->pos || !c->fseqs || !c->logit_store)
         st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+
+    /* the devices: the GPU first, since how many layers it takes decides whether the CPU runs any */
+    char gpu_name[300] = "";
+    bk_gpu_info info;
+    memset(&info, 0, sizeof info);
+    if (st == BRASA_OK && !is_cpu(p.device)) {
+        st = open_gpu(c, p.device, &info, gpu_name, sizeof gpu_name, err);
+        if (st == BRASA_OK)
+            c->gpu_layers = offload_layers(hp, &m->weights, &p, plan.act_bytes, info.free_bytes, info.total_bytes);
+    }
+    if (st == BRASA_OK && c->gpu_layers < L)
+        st = bk_cpu_create(p.n_threads, &c->cpu, err);
+    if (st == BRASA_OK) {
+        const char *cpu_name = c->cpu ? bk_cpu_kernels_name(c->cpu) : "";
+        if (!c->gpu_dev)
+            snprintf(c->backend_name, sizeof c->backend_name, "cpu/%s", cpu_name);
+        else if (c->gpu_layers == L)
+            snprintf(c->backend_name, sizeof c->backend_name, "%s", gpu_name);
+        else if (c->gpu_layers == 0)
+            snprintf(c->backend_name, sizeof c->backend_name, "%s, none of the %d layers; cpu/%s runs them", gpu_name, (int)L,
+                     cpu_name);
+        else
+            snprintf(c->backend_name, sizeof c->backend_name, "%s, the last %d of %d layers; cpu/%s runs the rest", gpu_name,
+                     c->gpu_layers, (int)L, cpu_name);
+    }
     if (st == BRASA_OK)
-        st = c->dev->ops->buffer_alloc(c->dev, kv_bytes, &c->kv_buf, err);
+        st = make_places(c, &plan, err);
     if (st == BRASA_OK)
-        st = c->dev->ops->buffer_alloc(c->dev, act_bytes, &c->act_buf, err);
+        st = upload_weights(c, &p, err);
+    if (st == BRASA_OK && c->gpu_layers > 0) {
+        const gtune_device td = { c->gpu, c->gpu_dev, info };
+        c->gpu_info = info;
+        c->tuned = gtune_load(&td, c->tuning_note, sizeof c->tuning_note);
+    }
     if (st != BRASA_OK) {
         const bool on_gpu = c->gpu != NULL;
         brasa_context_free(c);
@@ -159,37 +292,12 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
             char device_said[sizeof err->message] = "out of memory";
             if (on_gpu && err) /* the device's own figures: what it was asked for and what it has free */
                 snprintf(device_said, sizeof device_said, "%s", err->message);
-            err_set(err, st, "%s: %d sequence(s) of %d tokens need %.1f MB of KV cache and %.1f MB of scratch "
-                    "(try a smaller --ctx)", device_said, p.n_seq, p.n_ctx, (double)kv_bytes / 1e6, (double)act_bytes / 1e6);
+            err_set(err, st, "%s: %d sequence(s) of %d tokens need %.1f MB of KV cache and %.1f MB of scratch%s",
+                    device_said, p.n_seq, p.n_ctx, (double)plan.kv_bytes / 1e6, (double)plan.act_bytes / 1e6,
+                    on_gpu ? " (try fewer --gpu-layers, or a smaller --ctx)" : " (try a smaller --ctx)");
         }
         return st;
     }
-    char *kv = c->dev->ops->buffer_base(c->kv_buf);
-    const uint32_t kv_type = layout_kv_quant(&p);
-    size_t off = 0;
-    for (int64_t s = 0; s < S; s++) {
-        ctx_seq *sq = &c->seqs[s];
-        sq->k_cache = c->caches + s * 2 * L;
-        sq->v_cache = sq->k_cache + L;
-        sq->last_logits = c->logit_store + (size_t)s * (size_t)V;
-        for (int64_t l = 0; l < L; l++) {
-            const int32_t rows = arch_kv_rows(hp, (int)l, c->n_ctx, c->n_batch);
-            sq->k_cache[l] = carve_typed(c->dev, kv_type, kv, &off, KV, rows);
-            sq->v_cache[l] = carve_typed(c->dev, kv_type, kv, &off, KV, rows);
-        }
-    }
-    char *act = c->dev->ops->buffer_base(c->act_buf);
-    off = 0;
-    c->x = carve(c->dev, act, &off, E, B);
-    c->h = carve(c->dev, act, &off, E, B);
-    c->o = carve(c->dev, act, &off, E, B);
-    c->q = carve(c->dev, act, &off, Q, B);
-    c->att = carve(c->dev, act, &off, Q, B);
-    c->k = carve(c->dev, act, &off, KV, B);
-    c->v = carve(c->dev, act, &off, KV, B);
-    c->gate = carve(c->dev, act, &off, hp->n_ff, B);
-    c->up = carve(c->dev, act, &off, hp->n_ff, B);
-    c->logits = carve(c->dev, act, &off, V, B);
     *out = c;
     return BRASA_OK;
 }
@@ -197,14 +305,13 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
 void brasa_context_free(brasa_context *c) {
     if (!c)
         return;
-    if (c->dev) {
-        c->dev->ops->buffer_free(c->kv_buf);
-        c->dev->ops->buffer_free(c->act_buf);
+    for (int i = 0; i < c->n_places; i++) {
+        c->places[i].dev->ops->buffer_free(c->places[i].kv_buf);
+        c->places[i].dev->ops->buffer_free(c->places[i].act_buf);
     }
     if (c->gpu)
-        c->gpu->device_free(c->dev);
-    else
-        bk_cpu_free(c->dev);
+        c->gpu->device_free(c->gpu_dev);
+    bk_cpu_free(c->cpu);
     free(c->seqs);
     free(c->caches);
     free(c->pos);
@@ -302,25 +409,33 @@ static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq,
     }
     /* one run: the logits of its last token (or all); several: of every token, each a run's last */
     const int64_t first = all_logits || n_segs > 1 ? 0 : want_last ? n - 1 : n;
+    fwd_place places[FWD_PLACES_MAX];
+    for (int i = 0; i < c->n_places; i++) {
+        const ctx_place *pl = &c->places[i];
+        places[i] = (fwd_place){
+            .dev = pl->dev, .first_layer = pl->first_layer,
+            .x = bk_rows(&pl->x, 0, n), .h = bk_rows(&pl->h, 0, n), .o = bk_rows(&pl->o, 0, n),
+            .q = bk_rows(&pl->q, 0, n), .k = bk_rows(&pl->k, 0, n), .v = bk_rows(&pl->v, 0, n),
+            .att = bk_rows(&pl->att, 0, n), .gate = bk_rows(&pl->gate, 0, n), .up = bk_rows(&pl->up, 0, n),
+        };
+    }
+    const ctx_place *head = &c->places[c->n_places - 1]; /* the output head runs on the last place */
     fwd f = {
-        .dev = c->dev, .hp = &m->hp, .w = &m->weights, .n = n, .tokens = tokens, .pos = c->pos,
-        .x = bk_rows(&c->x, 0, n), .h = bk_rows(&c->h, 0, n), .o = bk_rows(&c->o, 0, n),
-        .q = bk_rows(&c->q, 0, n), .k = bk_rows(&c->k, 0, n), .v = bk_rows(&c->v, 0, n),
-        .att = bk_rows(&c->att, 0, n), .gate = bk_rows(&c->gate, 0, n), .up = bk_rows(&c->up, 0, n),
-        .seqs = c->fseqs, .n_seqs = n_segs, .logits_first = first,
-        .logits = bk_rows(&c->logits, 0, n - first), .err = err,
+        .places = places, .n_places = c->n_places, .hp = &m->hp, .w = &m->weights, .n = n, .tokens = tokens,
+        .pos = c->pos, .seqs = c->fseqs, .n_seqs = n_segs, .logits_first = first,
+        .logits = bk_rows(&head->logits, 0, n - first), .err = err,
     };
     brasa_status st = m->arch->forward(&f);
     if (st != BRASA_OK)
         return st;
     if (all_logits)
-        st = c->dev->ops->download(&f.logits, all_logits, 0, n, err);
+        st = head->dev->ops->download(&f.logits, all_logits, 0, n, err);
     for (int i = 0; i < n_segs && st == BRASA_OK; i++) {
         ctx_seq *sq = &c->seqs[seq[i]];
         sq->n_past += (int32_t)len[i];
         sq->have_logits = false;
         if (want_last) {
-            st = c->dev->ops->download(&f.logits, sq->last_logits, c->fseqs[i].row0 + len[i] - 1 - first, 1, err);
+            st = head->dev->ops->download(&f.logits, sq->last_logits, c->fseqs[i].row0 + len[i] - 1 - first, 1, err);
             sq->have_logits = st == BRASA_OK;
         }
     }
@@ -415,4 +530,46 @@ const brasa_model *brasa_context_model(const brasa_context *c) {
 
 int32_t brasa_context_threads(const brasa_context *c) {
     return c->n_threads;
+}
+
+int32_t brasa_context_gpu_layers(const brasa_context *c) {
+    return c->gpu_layers;
+}
+
+brasa_tune_params brasa_tune_default_params(void) {
+    brasa_tune_params p;
+    memset(&p, 0, sizeof p);
+    return p;
+}
+
+/* The weights of the GPU's layers that products read: matrices, not norms or biases, and not the
+ * embedding table unless it is also the output head (else only looked up). */
+static bool is_product_weight(const arch_weights *w, const bk_tensor *t) {
+    return t->ne1 > 1 && (t->data != w->tok_embd.data || w->output.data == w->tok_embd.data);
+}
+
+brasa_status brasa_context_tune(brasa_context *c, const brasa_tune_params *params, brasa_tune_report *report,
+                                brasa_error *err) {
+    if (!c || !report)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_context_tune: context and report are required");
+    if (!c->gpu_dev || c->gpu_layers == 0)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "tuning is for a GPU device, and this context runs on %s", c->backend_name);
+    size_t n = 0, k = 0;
+    const bk_tensor **list = gpu_tensor_list(c, &n);
+    if (!list)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (is_product_weight(&c->model->weights, list[i]))
+            list[k++] = list[i];
+    const brasa_tune_params p = params ? *params : brasa_tune_default_params();
+    const gtune_device td = { c->gpu, c->gpu_dev, c->gpu_info };
+    brasa_status st = gtune_measure(&td, list, k, &p, report, err);
+    free(list);
+    return st;
+}
+
+int32_t brasa_context_tuning(const brasa_context *c, const char **note) {
+    if (note)
+        *note = c->tuning_note;
+    return c->tuned;
 }

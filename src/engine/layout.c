@@ -20,6 +20,12 @@ uint32_t layout_kv_quant(const brasa_context_params *p) {
     return p->kv_type == BRASA_KV_F32 ? QUANT_F32 : QUANT_F16;
 }
 
+uint64_t layout_layer_kv_bytes(const arch_hparams *hp, int il, const brasa_context_params *p) {
+    const int64_t KV = (int64_t)hp->n_head_kv * hp->head_dim;
+    const uint32_t kv_elem = (uint32_t)quant_get(layout_kv_quant(p))->type_size;
+    return 2 * (uint64_t)p->n_seq * layout_bytes(KV, arch_kv_rows(hp, il, p->n_ctx, p->n_batch), kv_elem);
+}
+
 brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, const brasa_context_params *params,
                                  layout_plan *out, brasa_error *err) {
     memset(out, 0, sizeof *out);
@@ -56,7 +62,7 @@ brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, co
     const int64_t B = p.n_batch;
     const uint32_t kv_elem = (uint32_t)quant_get(layout_kv_quant(&p))->type_size;
     for (int il = 0; il < hp->n_layer; il++) {
-        out->kv_bytes += 2 * (uint64_t)p.n_seq * layout_bytes(KV, arch_kv_rows(hp, il, p.n_ctx, p.n_batch), kv_elem);
+        out->kv_bytes += layout_layer_kv_bytes(hp, il, &p);
         out->kv_bytes_full += 2 * (uint64_t)p.n_seq * layout_bytes(KV, p.n_ctx, kv_elem);
     }
     out->act_bytes = 3 * layout_f32_bytes(E, B) + 2 * layout_f32_bytes(Q, B) + 2 * layout_f32_bytes(KV, B) +

@@ -23,7 +23,32 @@ static brasa_status cache_write(fwd *f, const bk_tensor *src, bk_tensor *cache, 
     return OPS(f)->copy_rows(f->dev, &tail, cache, 0, f->err);
 }
 
+/* Makes place i current: its device and activation views. */
+static void use_place(fwd *f, int i) {
+    const fwd_place *p = &f->places[i];
+    f->place = i;
+    f->dev = p->dev;
+    f->x = p->x;
+    f->h = p->h;
+    f->o = p->o;
+    f->q = p->q;
+    f->k = p->k;
+    f->v = p->v;
+    f->att = p->att;
+    f->gate = p->gate;
+    f->up = p->up;
+}
+
+brasa_status fwd_layer_start(fwd *f, int il) {
+    if (f->place + 1 >= f->n_places || il < f->places[f->place + 1].first_layer)
+        return BRASA_OK;
+    const bk_tensor from = f->x;
+    use_place(f, f->place + 1);
+    return bk_copy(&from, &f->x, f->err);
+}
+
 brasa_status fwd_embed(fwd *f) {
+    use_place(f, 0);
     FWD_TRY(OPS(f)->get_rows(f->dev, &f->w->tok_embd, f->tokens, f->n, &f->x, f->err));
     if (f->hp->embd_scale != 1.0f)
         FWD_TRY(OPS(f)->scale(f->dev, &f->x, f->hp->embd_scale, f->err));
@@ -97,6 +122,7 @@ brasa_status fwd_standard_decoder(fwd *f) {
     FWD_TRY(fwd_embed(f));
     for (int il = 0; il < f->hp->n_layer; il++) {
         const arch_layer *l = &f->w->layers[il];
+        FWD_TRY(fwd_layer_start(f, il));
         FWD_TRY(fwd_norm(f, &f->x, &l->attn_norm, &f->h));
         FWD_TRY(fwd_self_attention(f, il, &f->h, &f->o));
         FWD_TRY(fwd_residual(f, &f->o));

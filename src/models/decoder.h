@@ -14,11 +14,26 @@ typedef struct fwd_seq {
     bk_tensor *k_cache, *v_cache; /* (n_layer) each (n_ctx, n_head_kv*head_dim) */
 } fwd_seq;
 
+/* A device and a batch's activations in its memory (views sized for the batch). A pass runs on one
+ * place, or on two when a GPU holds only the last layers: place i runs layers first_layer .. up
+ * to the next place's first; the embedding lookup runs on the first place, the output head on the
+ * last, and the residual stream moves across once, where the layers change device. */
+typedef struct fwd_place {
+    bk_device *dev;
+    int32_t first_layer;
+    bk_tensor x, h, o, q, k, v, att, gate, up; /* as in fwd below */
+} fwd_place;
+
+#define FWD_PLACES_MAX 2
+
 /* One evaluation of a batch of tokens from one or more sequences: the weights, the activations
- * (views sized for the batch), each sequence's KV cache, and where the logits go. Filled by the
- * engine, read by the forward pass. Every operation but attention works row by row, so sequences
- * share the weight reads and never see each other. */
+ * of the place running the current layer, each sequence's KV cache (each layer's on its place's
+ * device), and where the logits go. Filled by the engine, read by the forward pass. Every
+ * operation but attention works row by row, so sequences share the weight reads and never see
+ * each other. */
 typedef struct fwd {
+    const fwd_place *places; /* (n_places) in layer order */
+    int n_places, place;     /* the current place, whose device and activations the fields below are */
     bk_device *dev;
     const arch_hparams *hp;
     const arch_weights *w;
@@ -46,8 +61,10 @@ typedef struct fwd {
             return fwd_st_;                                                                         \
     } while (0)
 
-/* x = tok_embd[tokens] * embd_scale */
+/* x = tok_embd[tokens] * embd_scale, on the first place */
 brasa_status fwd_embed(fwd *f);
+/* Called before layer il: moves the pass (and the residual stream x) to the place that runs it. */
+brasa_status fwd_layer_start(fwd *f, int il);
 /* out = rmsnorm(in) * weight */
 brasa_status fwd_norm(fwd *f, const bk_tensor *in, const bk_tensor *weight, bk_tensor *out);
 /* out = wo · attention(rope(q), rope(k), v) of layer il over in (QKV bias and QK-norm when the layer

@@ -33,6 +33,7 @@ static brasa_status gemma3_forward(fwd *f) {
     FWD_TRY(fwd_embed(f));
     for (int il = 0; il < f->hp->n_layer; il++) {
         const arch_layer *l = &f->w->layers[il];
+        FWD_TRY(fwd_layer_start(f, il));
         /* attention sub-layer, normalized before and after */
         FWD_TRY(fwd_norm(f, &f->x, &l->attn_norm, &f->h));
         FWD_TRY(fwd_self_attention(f, il, &f->h, &f->o));

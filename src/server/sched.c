@@ -384,6 +384,8 @@ brasa_status sched_create(const brasa_model *model, const sched_config *cfg, sch
     cp.n_seq = cfg->n_slots;
     cp.kv_type = cfg->kv_type;
     cp.device = cfg->device;
+    cp.gpu_layers = cfg->gpu_layers;
+    cp.progress = cfg->progress;
     st = brasa_context_create(model, &cp, &s->ctx, err);
     if (st == BRASA_OK)
         st = plat_thread_start(&s->thread, sched_loop, s, err);
@@ -422,6 +424,12 @@ void sched_free(sched *s) {
 
 const char *sched_backend(const sched *s) {
     return brasa_context_backend(s->ctx);
+}
+
+const char *sched_tuning_note(const sched *s) {
+    const char *note = "";
+    brasa_context_tuning(s->ctx, &note);
+    return note;
 }
 
 sched_job *sched_submit(sched *s, const sched_job_params *p) {

@@ -22,6 +22,8 @@ typedef struct sched_config {
     int32_t n_threads;
     int32_t kv_type;   /* a brasa_kv_type */
     const char *device; /* as brasa_context_params.device; NULL: the CPU */
+    int32_t gpu_layers; /* as brasa_context_params.gpu_layers */
+    void (*progress)(float fraction, void *user_data); /* weights copied to a GPU; may be NULL */
     int32_t max_queue; /* jobs waiting for a slot before submissions are refused */
     metrics *metrics;  /* token counts and latencies go here; may be NULL */
 } sched_config;
@@ -56,6 +58,8 @@ void sched_stop(sched *s);
 /* sched_stop, then frees everything. */
 void sched_free(sched *s);
 const char *sched_backend(const sched *s);
+/* Why the GPU's tuning cache file was ignored (stale, foreign, damaged), or "". */
+const char *sched_tuning_note(const sched *s);
 
 /* Queues a job; NULL when the queue is full (or out of memory). The caller holds one reference. */
 sched_job *sched_submit(sched *s, const sched_job_params *p);

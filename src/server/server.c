@@ -397,6 +397,12 @@ static void load_progress(float fraction, void *user) {
         fprintf(stderr, "\rloading the model: %3d%%%s", (int)(fraction * 100.0f), fraction >= 1.0f ? "\n" : "");
 }
 
+static void upload_progress(float fraction, void *user) {
+    (void)user;
+    if (plat_is_terminal(2))
+        fprintf(stderr, "\rcopying weights to the GPU: %3d%%%s", (int)(fraction * 100.0f), fraction >= 1.0f ? "\n" : "");
+}
+
 /* The lock that makes this the only server of its device: <runtime dir>/serve-cpu.lock, or
  * serve-cuda-0.lock for "cuda" and "cuda:0" alike (the device string is checked by the caller). */
 static plat_lock *take_device_lock(const char *device) {
@@ -472,7 +478,9 @@ int srv_run(const srv_config *cfg) {
     const char *base2 = strrchr(cfg->model_path, '\\');
     base = base2 > base ? base2 : base;
     snprintf(s.model_id, sizeof s.model_id, "%s", base ? base + 1 : cfg->model_path);
-    sched_config sc = { cfg->parallel, cfg->ctx, cfg->threads, cfg->kv_type, cfg->device, cfg->max_queue, s.metrics };
+    sched_config sc = { .n_slots = cfg->parallel, .n_ctx = cfg->ctx, .n_threads = cfg->threads, .kv_type = cfg->kv_type,
+                        .device = cfg->device, .gpu_layers = cfg->gpu_layers, .progress = upload_progress,
+                        .max_queue = cfg->max_queue, .metrics = s.metrics };
     if (sched_create(s.model, &sc, &s.sched, &err) != BRASA_OK) {
         fprintf(stderr, "brasa serve: %s\n", err.message);
         goto out;
@@ -490,6 +498,8 @@ int srv_run(const srv_config *cfg) {
                 cfg->port);
         goto out;
     }
+    if (sched_tuning_note(s.sched)[0])
+        fprintf(stderr, "brasa serve: warning: %s\n", sched_tuning_note(s.sched));
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, "brasa serve: %s on %s, %d slots of %d tokens; listening on http://%s%s%s:%u/ (Ctrl-C stops)\n",
             s.model_id, sched_backend(s.sched), cfg->parallel, cfg->ctx, ipv6 ? "[" : "", cfg->host, ipv6 ? "]" : "",

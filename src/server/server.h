@@ -17,6 +17,7 @@ typedef struct srv_config {
     int threads;           /* 0: physical cores */
     int32_t kv_type;       /* a brasa_kv_type */
     const char *device;    /* "cpu" (NULL), "cuda", "hip:1": lowercase letters, digits, one ':' */
+    int32_t gpu_layers;    /* as brasa_context_params.gpu_layers */
     const char *api_key;   /* NULL: none */
     bool no_auth;          /* the explicit choice to serve a non-loopback address without a key */
     int timeout_s;         /* an idle connection is closed after this long */

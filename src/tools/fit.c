@@ -312,7 +312,8 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
     }
     out->max_ctx = lo;
 
-    /* layers on the device, in order, while they and their caches fit beside the buffers and head */
+    /* layers on the device, the last first (as the engine splits: offload.h), while they and their
+     * caches fit beside the buffers and head */
     const int32_t L = m->hp.n_layer;
     if (out->fits || d->kind != DEVTAB_GPU) {
         out->gpu_layers = out->fits ? L : 0;
@@ -322,14 +323,15 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
         int32_t n = 0;
         uint64_t used = 0;
         while (n < L) {
-            const uint64_t cost = m->layer_bytes[n] + kv_layer_bytes(m, n, r.n_ctx, sz.n_batch, r.kv_type) * (uint64_t)r.n_parallel;
+            const int32_t il = L - 1 - n;
+            const uint64_t cost = m->layer_bytes[il] + kv_layer_bytes(m, il, r.n_ctx, sz.n_batch, r.kv_type) * (uint64_t)r.n_parallel;
             if ((double)(used + cost) > budget)
                 break;
             used += cost;
             n++;
         }
         out->gpu_layers = n;
-        for (int32_t il = 0; il < n; il++)
+        for (int32_t il = L - n; il < L; il++)
             out->device_bytes += m->layer_bytes[il];
         if (n > 0)
             out->device_bytes += m->head_bytes;
@@ -337,7 +339,7 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
     out->host_bytes = m->weight_bytes - out->device_bytes;
     if (!out->fits) {
         out->host_total = out->host_bytes + sz.overhead;
-        for (int32_t il = out->gpu_layers; il < L; il++)
+        for (int32_t il = 0; il < L - out->gpu_layers; il++)
             out->host_total += kv_layer_bytes(m, il, r.n_ctx, sz.n_batch, r.kv_type) * (uint64_t)r.n_parallel;
     }
 
@@ -349,7 +351,7 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
     const double host_bw = (d->kind == DEVTAB_GPU ? FIT_HOST_BANDWIDTH_GBS : d->bandwidth_gbs) * 1e9 * DECODE_EFF_CPU;
     double dev_read = 0, host_read = 0;
     for (int32_t il = 0; il < L; il++)
-        *(il < out->gpu_layers ? &dev_read : &host_read) += (double)m->layer_active[il];
+        *(il >= L - out->gpu_layers ? &dev_read : &host_read) += (double)m->layer_active[il];
     /* the head (and an embedding row) goes with the layers when any are on the device */
     const double head_read = (double)m->bytes_per_token - dev_read - host_read;
     *(out->gpu_layers > 0 || d->kind != DEVTAB_GPU ? &dev_read : &host_read) += head_read > 0 ? head_read : 0;

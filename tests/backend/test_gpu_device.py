@@ -7,6 +7,15 @@ Checks:
   logits   every prompt position's logits within 1e-4 (f32 cache) or 1e-3 (f16 cache) of the logit
            range of the CPU backend's (float activations, same KV type), with 32-lane warps and
            an f32 cache, and with 64-lane warps and an f16 cache; the greedy continuation equal
+  split    partial offload: the last N layers on the device and the rest on the CPU in one pass give
+           the full offload's logits (within the same tolerance) and greedy tokens, for N = 10 and
+           for "auto" on a device whose memory holds only some layers (it says how many); 0 layers
+           is the CPU's result exactly; "auto" with room takes every layer
+  tuning   `brasa tune` measures every product variant on the model's shapes and writes the cache
+           file; the next context takes every stored choice (and still gives the CPU's logits and
+           tokens), and a second tune finds them in use; a damaged file, a stale one (another brasa
+           version) and a foreign one (another device's) are ignored with a warning that says
+           so, and the run goes on with the rule. (--quick: a hand-written file instead of a tune.)
   reasons  a backend that cannot be used says why, with exit status 1 and no crash: module not in
            this build, a module file that does not load, no device, device out of memory (with
            the numbers), bad device names
@@ -71,6 +80,138 @@ def dump(args, model, tokens, greedy, extra, env_extra):
         os.unlink(out)
 
 
+def layers_said(p):
+    """The layer count logits_dump reports ("gpu layers: N; backend: ..."), or -1."""
+    for line in p.stderr.splitlines():
+        if line.startswith("gpu layers: "):
+            return int(line.split(";")[0].split(": ")[1])
+    return -1
+
+
+def check_split(args, device, env, tokens, greedy, cpu, want, gpu, got):
+    """Partial offload against the CPU (float activations) and the full offload of the same run."""
+    f32 = dict(env, BRASA_CPU_ACTIVATIONS="f32")
+    span = float(want.max() - want.min())
+    n_layer = 30  # SmolLM2-135M
+    cases = [("the last 10 layers", ["--gpu-layers", "10"], f32, 10)]
+    if device == "simt":
+        # a device of 100 MiB holds the head and some layers with their f32 caches of 4096 rows,
+        # not all 30 (188 MB of cache alone)
+        cases.append(("auto on a 100 MiB device", ["--gpu-layers", "auto"], dict(f32, BRASA_SIMT_MEMORY_MB="100"), None))
+    for what, extra, e, expect_layers in cases:
+        p, part = dump(args, args.model, tokens, greedy, ["--kv-type", "f32", "--device", device] + extra, e)
+        if p.returncode != 0:
+            report(False, f"split ({device}, {what})", p.stderr.strip()[-400:])
+            continue
+        layers = layers_said(p)
+        ok_layers = layers == expect_layers if expect_layers else 0 < layers < n_layer
+        err_cpu = float(np.abs(part - want).max()) / span
+        err_full = float(np.abs(part - got).max()) / span
+        report(ok_layers and err_cpu <= TOLERANCE["f32"] and err_full <= TOLERANCE["f32"],
+               f"split logits ({device}, {what})",
+               f"{layers} layers on the device; max difference {err_cpu:.2e} from the CPU, {err_full:.2e} from all on "
+               f"the device (limit {TOLERANCE['f32']:.0e})")
+        report(p.stdout.split() == gpu.stdout.split(), f"split greedy continuation ({device}, {what})",
+               f"split {p.stdout.strip()} / full {gpu.stdout.strip()}")
+    if device != "simt":
+        return
+    p, none = dump(args, args.model, tokens, greedy, ["--kv-type", "f32", "--device", device, "--gpu-layers", "0"], f32)
+    report(p.returncode == 0 and layers_said(p) == 0 and none is not None and np.array_equal(none, want),
+           "--gpu-layers 0 runs every layer on the CPU (the CPU's logits exactly)", p.stderr.strip().splitlines()[-1])
+    p, _ = dump(args, args.model, tokens[:2], 0, ["--kv-type", "f32", "--device", device], env)
+    report(p.returncode == 0 and layers_said(p) == n_layer, "auto with room takes every layer",
+           p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}")
+
+
+def said(p, key):
+    """A field of the line logits_dump writes on stderr ("gpu layers: N; tuned choices: N; ...")."""
+    for line in p.stderr.splitlines():
+        if line.startswith("gpu layers: "):
+            for part in line.split("; "):
+                if part.startswith(key + ": "):
+                    return part[len(key) + 2:]
+    return None
+
+
+def tuning_file(cache, name, arch):
+    """The path brasa keeps a simt device's tuning in (FNV-1a of the device name, as gpu_tuning.c)."""
+    h = 2166136261
+    for b in name.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return os.path.join(cache, f"gpu-tuning-simt-{arch}-{h:08x}.txt")
+
+
+def check_tuning(args, mod, tokens, greedy, quick):
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(mod, BRASA_CACHE_DIR=cache, BRASA_CPU_ACTIVATIONS="f32")
+        path = tuning_file(cache, "CPU fiber executor (32-lane warps)", "simt32")
+        header = ["brasa-gpu-tuning 1", "backend simt", "device CPU fiber executor (32-lane warps)", "arch simt32",
+                  "driver 0"]
+        if quick:  # written by hand: the format is the contract, and the sanitized build parses it
+            version = run([args.brasa, "--version"]).stdout.split()[-1]
+            shapes = [("decode", "q4_1", 576, 576, 6), ("decode", "q8_0", 49152, 576, 8), ("prefill", "q4_1", 576, 576, 1)]
+            with open(path, "w") as f:
+                f.write("\n".join(header + [f"brasa {version}"] + [" ".join(map(str, s)) + " 1.0" for s in shapes]) + "\n")
+            stored = len(shapes)
+        else:
+            p = run([args.brasa, "tune", "-m", args.model, "--device", "simt", "--gpu-layers", "2", "--prefill-tokens", "16",
+                     "-r", "1", "--json"], env)
+            try:
+                first = json.loads(p.stdout)
+                stored = len(first["shapes"])
+                ok = p.returncode == 0 and first["stored_before"] == 0 and stored >= 8 and first["cache_path"] == path \
+                    and os.path.exists(path)
+                report(ok, "brasa tune measures the variants of every shape and writes the cache",
+                       f"{stored} shapes (decode and prefill) into {os.path.basename(first['cache_path'])}")
+            except (ValueError, KeyError) as e:
+                report(False, "brasa tune", f"{e}: {p.stdout[:200]} {p.stderr[-300:]}")
+                return
+        cpu, want = dump(args, args.model, tokens, greedy, ["--kv-type", "f32"], {"BRASA_CPU_ACTIVATIONS": "f32"})
+        p, got = dump(args, args.model, tokens, greedy, ["--kv-type", "f32", "--device", "simt", "--gpu-layers", "2"], env)
+        ok = p.returncode == 0 and said(p, "tuned choices") == str(stored) and said(p, "tuning note") == "none"
+        err = float(np.abs(got - want).max() / (want.max() - want.min())) if ok else 1.0
+        report(ok and err <= TOLERANCE["f32"] and p.stdout.split() == cpu.stdout.split(),
+               "the next run takes every stored choice, with the CPU's logits and tokens",
+               f"tuned choices {said(p, 'tuned choices')}, max difference {err:.2e} of the range")
+        if not quick:
+            p = run([args.brasa, "tune", "-m", args.model, "--device", "simt", "--gpu-layers", "2", "--prefill-tokens", "16",
+                     "-r", "1", "--json"], env)
+            try:
+                second = json.loads(p.stdout)
+                in_use = [s["before"] for s in second["shapes"]] == [s["best"] for s in first["shapes"]]
+                report(p.returncode == 0 and second["stored_before"] == stored and in_use,
+                       "a second tune finds the stored choices in use", f"{second['stored_before']} stored before it")
+            except (ValueError, KeyError) as e:
+                report(False, "second brasa tune", f"{e}: {p.stdout[:200]}")
+        with open(path) as f:
+            good = f.read()
+        foreign = tuning_file(cache, "CPU fiber executor (64-lane warps)", "simt64")
+        cases = [("a damaged tuning file", path, good + "decode q4_1 576 5x76 6 12.0\n", {}, "damaged at line"),
+                 ("a variant the module has not", path, good + "decode q4_1 576 576 99 12.0\n", {}, "damaged at line"),
+                 ("a file cut in its header", path, "\n".join(good.splitlines()[:3]) + "\n", {}, "ends inside its header"),
+                 ("a stale file (another brasa)", path, good.replace("\nbrasa ", "\nbrasa 0.0.0-old"), {},
+                  "stale or for another"),
+                 ("a foreign file (another device's)", foreign, good, {"BRASA_SIMT_WARP": "64"}, "stale or for another"),
+                 ("another program's file", path, "hello\nworld\n", {}, "not a tuning file"),
+                 ("a binary file", path, "\x00\xff garbage\n", {}, "binary data")]
+        for what, where, text, extra, needle in cases:
+            with open(where, "w", encoding="latin-1") as f:
+                f.write(text)
+            p, got = dump(args, args.model, tokens[:2], 0, ["--kv-type", "f32", "--device", "simt", "--gpu-layers", "2"],
+                          dict(env, **extra))
+            note = said(p, "tuning note") or ""
+            report(p.returncode == 0 and said(p, "tuned choices") == "0" and needle in note and got is not None,
+                   f"{what} is ignored with a note", note[-110:] or p.stderr[-200:])
+            if where == foreign:
+                os.unlink(foreign)
+        with open(path, "w") as f:
+            f.write(good + "decode q4_1 576 5x76 6 12.0\n")
+        p = run([args.brasa, "run", "-m", args.model, "-p", "Hi", "-n", "1", "--temp", "0", "--device", "simt",
+                 "--gpu-layers", "1"], env)
+        report(p.returncode == 0 and "warning:" in p.stderr and "damaged" in p.stderr,
+               "run warns about a damaged tuning file and answers", p.stderr.strip().splitlines()[0][:150])
+
+
 def check_serve(args, mod):
     srv = Server(args.brasa, args.model, "--device", "simt", "--parallel", "1", "--ctx", "64", env=mod)
     try:
@@ -107,7 +248,9 @@ def main():
     if not os.path.exists(args.model):
         print(f"skip: {args.model} is missing")
         return SKIP
-    mod = {"BRASA_MODULE_DIR": args.modules}
+    # a cache directory of the test's own: no tuning file of an earlier run is found
+    own_cache = tempfile.TemporaryDirectory()
+    mod = {"BRASA_MODULE_DIR": args.modules, "BRASA_CACHE_DIR": own_cache.name}
     tokens, greedy = (PROMPT[:4], 1) if args.quick else (PROMPT, GREEDY)
     configs = [("32-lane warps, f32 cache", "32", "f32")]
     if not args.quick:
@@ -130,17 +273,23 @@ def main():
                 report(False, f"{backend} device", reason)
             continue
         runs += [(f"{backend}, f32 cache", backend, env, "f32"), (f"{backend}, f16 cache", backend, env, "f16")]
+    full = {}
     for name, device, env, kv in runs:
         cpu, want = dump(args, args.model, tokens, greedy, ["--kv-type", kv], {"BRASA_CPU_ACTIVATIONS": "f32"})
-        gpu, got = dump(args, args.model, tokens, greedy, ["--kv-type", kv, "--device", device], env)
+        gpu, got = dump(args, args.model, tokens, greedy, ["--kv-type", kv, "--device", device, "--gpu-layers", "all"], env)
         if cpu.returncode != 0 or gpu.returncode != 0:
             report(False, f"logits ({name})", (cpu.stderr + gpu.stderr).strip()[-400:])
             continue
+        full.setdefault(device, (cpu, want, gpu, got))
         err = float(np.abs(got - want).max() / (want.max() - want.min()))
         report(err <= TOLERANCE[kv] and got.shape == want.shape, f"logits of {len(tokens)} positions ({name})",
                f"max |gpu - cpu| = {err:.2e} of the range (limit {TOLERANCE[kv]:.0e})")
         report(gpu.stdout.split() == cpu.stdout.split(), f"greedy continuation ({name})",
                f"gpu {gpu.stdout.strip()} / cpu {cpu.stdout.strip()}")
+    for device, env in [("simt", mod)] + [(d, {"BRASA_MODULE_DIR": args.gpu_modules}) for d in full if d != "simt"]:
+        if device in full:
+            check_split(args, device, env, tokens, greedy, *full[device])
+    check_tuning(args, mod, tokens, greedy, args.quick)
 
     # Reasons, each a clean failure of the context, never a crash.
     with tempfile.TemporaryDirectory() as empty, tempfile.TemporaryDirectory() as bad:
@@ -153,7 +302,8 @@ def main():
             ("a device index past the last", ["--device", "simt:3"], mod, "no device 3"),
             ("a bad device index", ["--device", "simt:x"], mod, "must be a number"),
             ("a bad backend name", ["--device", "Bad/Name"], mod, "not a backend name"),
-            ("device out of memory", ["--device", "simt"], dict(mod, BRASA_SIMT_MEMORY_MB="40"), "MiB free of"),
+            ("device out of memory", ["--device", "simt", "--gpu-layers", "all"], dict(mod, BRASA_SIMT_MEMORY_MB="40"),
+             "MiB free of"),
         ]
         for what, extra, env, needle in cases:
             p, _ = dump(args, args.model, PROMPT[:2], 0, extra, env)

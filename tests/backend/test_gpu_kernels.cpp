@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -47,8 +48,8 @@ void check_cpu(brasa_status st, const brasa_error &err) {
     }
 }
 
-/* y = w x for n_tok tokens, against quant_dot per output */
-double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bool with_bias) {
+/* y = w x for n_tok tokens, against quant_dot per output (variant: of the kind n_tok makes) */
+double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bool with_bias, int variant = GK_VARIANT_DEFAULT) {
     uint64_t rb = 0;
     quant_row_bytes(type, n_in, &rb);
     std::vector<uint8_t> w((size_t)rb * (size_t)n_out);
@@ -57,7 +58,8 @@ double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bo
     const int64_t xs = n_in + 3, ys = n_out + 5; /* strides wider than rows */
     std::vector<float> x = random_floats((size_t)(xs * n_tok)), bias = random_floats((size_t)n_out);
     std::vector<float> y((size_t)(ys * n_tok), NAN), got, want;
-    if (gk_matmul(&ex, type, w.data(), rb, n_out, n_in, x.data(), xs, n_tok, with_bias ? bias.data() : nullptr, y.data(), ys) != 0)
+    if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), xs, n_tok, with_bias ? bias.data() : nullptr, y.data(),
+                  ys) != 0)
         return INFINITY;
     for (int64_t t = 0; t < n_tok; t++)
         for (int64_t o = 0; o < n_out; o++) {
@@ -67,6 +69,28 @@ double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bo
             got.push_back(y[t * ys + o]);
         }
     return nmse(got.data(), want.data(), got.size());
+}
+
+/* Decode products give each token of a batch (up to GK_DECODE_TOKENS_MAX) the bits it gets alone:
+ * 0 when they do, else the number of outputs that differ. */
+double decode_exact_case(uint32_t type, int64_t n_out, int64_t n_in, int variant) {
+    uint64_t rb = 0;
+    quant_row_bytes(type, n_in, &rb);
+    std::vector<uint8_t> w((size_t)rb * (size_t)n_out);
+    for (int64_t o = 0; o < n_out; o++)
+        fill_row(type, w.data() + (size_t)o * rb, n_in);
+    const int64_t n_tok = GK_DECODE_TOKENS_MAX;
+    std::vector<float> x = random_floats((size_t)(n_in * n_tok)), batch((size_t)(n_out * n_tok)), alone((size_t)n_out);
+    if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), n_in, n_tok, nullptr, batch.data(), n_out) != 0)
+        return INFINITY;
+    double differ = 0;
+    for (int64_t t = 0; t < n_tok; t++) {
+        if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data() + t * n_in, n_in, 1, nullptr, alone.data(), n_out) != 0)
+            return INFINITY;
+        for (int64_t o = 0; o < n_out; o++)
+            differ += std::memcmp(&alone[(size_t)o], &batch[(size_t)(t * n_out + o)], sizeof(float)) != 0;
+    }
+    return differ;
 }
 
 double get_rows_case(uint32_t type, int64_t ne0) {
@@ -208,6 +232,20 @@ std::vector<check> all_checks() {
         c.push_back({ "matmul f32 70x100 tokens " + std::to_string(n_tok), [=] { return matmul_case(QUANT_F32, 70, 100, n_tok, true); },
                       1e-10 });
     c.push_back({ "get_rows f16 ragged", [] { return get_rows_case(QUANT_F16, 37); }, 1e-12 });
+    /* every variant of both kinds (tuning picks among them), on rows a block does not divide */
+    for (uint32_t t : { QUANT_Q4_K, QUANT_Q8_0, QUANT_F16 }) {
+        const std::string n = quant_name(t);
+        for (int v = 0; v < gk_variants(GK_DECODE); v++) {
+            const std::string vn = std::string(" (") + gk_variant_name(GK_DECODE, v) + ")";
+            for (int64_t n_tok : { 1, 12 })
+                c.push_back({ "matmul " + n + " 37x256 tokens " + std::to_string(n_tok) + vn,
+                              [=] { return matmul_case(t, 37, 256, n_tok, true, v); }, 1e-10 });
+            c.push_back({ "decode batch of 15 exact " + n + vn, [=] { return decode_exact_case(t, 37, 512, v); }, 0.0 });
+        }
+        for (int v = 0; v < gk_variants(GK_PREFILL); v++)
+            c.push_back({ "matmul " + n + " 37x256 tokens 70 (" + gk_variant_name(GK_PREFILL, v) + ")",
+                          [=] { return matmul_case(t, 37, 256, 70, true, v); }, 1e-10 });
+    }
     c.push_back({ "rms_norm rows", [] { return rms_norm_case(576, 576, true); }, 1e-10 });
     c.push_back({ "rms_norm heads", [] { return rms_norm_case(512, 64, true); }, 1e-10 });
     c.push_back({ "rms_norm unweighted", [] { return rms_norm_case(100, 100, false); }, 1e-10 });
@@ -252,8 +290,10 @@ int main() {
     }
     /* launchers refuse what they have no kernel for, before enqueueing anything */
     float y = 0.0f;
-    const bool refused = gk_matmul(&ex, QUANT_Q2_K, &y, 84, 1, 256, &y, 256, 1, nullptr, &y, 1) == -1 &&
-                         gk_matmul(&ex, QUANT_Q4_0, &y, 18, 1, 48, &y, 48, 1, nullptr, &y, 1) == -1 &&
+    const int def = GK_VARIANT_DEFAULT;
+    const bool refused = gk_matmul(&ex, def, QUANT_Q2_K, &y, 84, 1, 256, &y, 256, 1, nullptr, &y, 1) == -1 &&
+                         gk_matmul(&ex, def, QUANT_Q4_0, &y, 18, 1, 48, &y, 48, 1, nullptr, &y, 1) == -1 &&
+                         gk_matmul(&ex, gk_variants(GK_DECODE), QUANT_Q4_0, &y, 18, 1, 32, &y, 32, 1, nullptr, &y, 1) == -1 &&
                          gk_attention(&ex, &y, 1, &y, &y, 0, 1, 1, nullptr, 1, 3, 2, 64, 1, 0, 0, &y, 1) == -1 &&
                          gk_attention(&ex, &y, 1, &y, &y, 0, 1, 1, nullptr, 1, 1, 1, 512, 1, 0, 0, &y, 1) == -1 && !gk_supports(QUANT_Q2_K);
     std::printf("%s refuses unsupported types and shapes\n", refused ? "ok  " : "FAIL");

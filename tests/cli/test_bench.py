@@ -72,6 +72,8 @@ def main():
     expect("--kv-type f32 is measured as f32", r.returncode == 0 and kv == "f32", r.stderr[-300:])
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "--kv-type", "q4"], capture_output=True, text=True, timeout=60)
     expect("an unknown --kv-type is a usage error", r.returncode == 2 and "--kv-type" in r.stderr, r.stderr)
+    r = subprocess.run([a.brasa, "bench", "-m", a.model, "--gpu-layers", "x"], capture_output=True, text=True, timeout=60)
+    expect("a bad --gpu-layers is a usage error", r.returncode == 2 and "--gpu-layers" in r.stderr, r.stderr)
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-s", "0"], capture_output=True, text=True, timeout=60)
     expect("-s 0 is a usage error", r.returncode == 2 and "-s" in r.stderr, r.stderr)
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "8,,16"], capture_output=True, text=True, timeout=60)

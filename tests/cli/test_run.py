@@ -120,6 +120,9 @@ def main():
     bad("bad temperature", ["run", "-m", m, "-p", "hi", "--temp", "warm"], 2, "--temp 'warm'")
     bad("unknown flag", ["run", "-m", m, "-p", "hi", "--frobnicate"], 2, "unknown option '--frobnicate'")
     bad("unknown KV type", ["run", "-m", m, "-p", "hi", "--kv-type", "q4"], 2, "--kv-type 'q4': must be f16 or f32")
+    bad("bad --gpu-layers", ["run", "-m", m, "-p", "hi", "--gpu-layers", "most"], 2,
+        "--gpu-layers 'most': must be auto, all or a number of layers")
+    bad("negative --gpu-layers", ["run", "-m", m, "-p", "hi", "--gpu-layers", "-3"], 2, "--gpu-layers '-3'")
     bad("missing prompt", ["run", "-m", m], 2, "missing -p PROMPT")
     bad("missing model file", ["run", "-m", "/nonexistent.gguf", "-p", "hi"], 1, "cannot open")
     bad("context overflow", ["run", "-m", m, "-p", "word " * 100, "--ctx", "16"], 1, "context is full")

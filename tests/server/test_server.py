@@ -341,7 +341,8 @@ def check_auth_and_lock(brasa, model):
         srv.stop(signal.SIGKILL)
     r = subprocess.run([brasa, "serve", "-m", model, "--host", "0.0.0.0", "--port", "0"], capture_output=True, timeout=60)
     expect("non-loopback without a key is refused", r.returncode == 2 and b"--api-key" in r.stderr, r.stderr.decode())
-    for args in (["--port", "99999"], ["--parallel", "0"], ["--ctx", "x"], ["--kv-type", "q8"], ["--bogus", "1"], []):
+    for args in (["--port", "99999"], ["--parallel", "0"], ["--ctx", "x"], ["--kv-type", "q8"], ["--gpu-layers", "some"],
+                 ["--bogus", "1"], []):
         r = subprocess.run([brasa, "serve", *args] + (["-m", model] if args else []), capture_output=True, timeout=60)
         expect(f"bad flags {args} -> usage error", r.returncode == 2, r.stderr.decode())
 

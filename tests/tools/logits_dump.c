@@ -2,7 +2,9 @@
  * reference forward-pass test; optionally continues greedily. Uses only the public API.
  *
  * Usage: logits_dump MODEL --out FILE --tokens "ID ID ..." [--greedy N] [--threads T] [--batch B]
- *        [--kv-type f16|f32] [--device DEV] */
+ *        [--kv-type f16|f32] [--device DEV] [--gpu-layers N|all|auto]
+ * Says on stderr where the model ran and what it took from the GPU tuning cache
+ * ("gpu layers: N; tuned choices: N; tuning note: ...; backend: ..."). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +31,18 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--batch") == 0) cp.n_batch = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--kv-type") == 0) cp.kv_type = strcmp(argv[i + 1], "f32") == 0 ? BRASA_KV_F32 : BRASA_KV_F16;
         else if (strcmp(argv[i], "--device") == 0) cp.device = argv[i + 1];
+        else if (strcmp(argv[i], "--gpu-layers") == 0)
+            cp.gpu_layers = strcmp(argv[i + 1], "all") == 0    ? BRASA_GPU_LAYERS_ALL
+                            : strcmp(argv[i + 1], "auto") == 0 ? BRASA_GPU_LAYERS_AUTO
+                            : atoi(argv[i + 1]) == 0            ? BRASA_GPU_LAYERS_NONE
+                                                                : atoi(argv[i + 1]);
         else {
             fprintf(stderr, "logits_dump: unknown option %s\n", argv[i]);
             return 2;
         }
     }
     if (!model_path || !out_path || !tokens_arg) {
-        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B] [--kv-type f16|f32] [--device DEV]\n");
+        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B] [--kv-type f16|f32] [--device DEV] [--gpu-layers N|all|auto]\n");
         return 2;
     }
     size_t n = 0, cap = 16;
@@ -58,6 +65,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "logits_dump: %s\n", err.message);
         goto done;
     }
+    const char *note = NULL;
+    const int tuned = brasa_context_tuning(c, &note);
+    fprintf(stderr, "gpu layers: %d; tuned choices: %d; tuning note: %s; backend: %s\n", brasa_context_gpu_layers(c), tuned,
+            note[0] ? note : "none", brasa_context_backend(c));
     const int V = brasa_logits_size(c);
     all = malloc(n * (size_t)V * sizeof *all);
     if (brasa_decode(c, tokens, n, all, &err) != BRASA_OK) {

@@ -787,6 +787,7 @@ static brasa_status cpu_softcap(bk_device *dev, bk_tensor *x, float cap, brasa_e
 
 static const bk_device_ops cpu_ops = {
     .name = "cpu",
+    .host_memory = true,
     .buffer_alloc = cpu_buffer_alloc,
     .buffer_free = cpu_buffer_free,
     .buffer_base = cpu_buffer_base,

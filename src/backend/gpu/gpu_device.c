@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/gpu/gpu_kernels.h"
 #include "backend/gpu/gpu_module.h"
@@ -20,6 +21,20 @@
 #ifndef BRASA_GPU_TARGETS_BUILT
 #define BRASA_GPU_TARGETS_BUILT "unknown"
 #endif
+
+/* Decode products run as passes over one kernel up to the batch size the seam promises exact. */
+_Static_assert(GK_DECODE_TOKENS_MAX == BK_BATCH_EXACT_MAX, "decode kernels cover the exact batches");
+
+/* A product variant chosen for one weight shape and kind (tuning). */
+typedef struct gpu_choice {
+    int kind;
+    uint32_t type;
+    int64_t n_out, n_in;
+    int variant;
+} gpu_choice;
+
+/* Shapes of products a model has: a few per layer kind, a handful of kinds. */
+#define GPU_CHOICES_MAX 256
 
 /* A device copy of one constant host tensor. */
 typedef struct gpu_weight {
@@ -35,6 +50,8 @@ typedef struct gpu_impl {
     size_t stage_cap;
     gpu_weight *weights; /* open addressing by host address; capacity a power of two */
     size_t n_weights, weights_cap;
+    gpu_choice choices[GPU_CHOICES_MAX];
+    int n_choices;
 } gpu_impl;
 
 struct bk_buffer {
@@ -211,6 +228,21 @@ static brasa_status gpu_get_rows(bk_device *dev, const bk_tensor *table, const i
     return launched(gk_get_rows(&g->ex, table->type, td, table->row_bytes, table->ne0, idd, n, y->data, floats(y)), "get_rows", err);
 }
 
+/* The slot of a shape's choice, or -1. A model has few shapes: a scan is cheaper than a kernel launch. */
+static int choice_find(const gpu_impl *g, int kind, uint32_t type, int64_t n_out, int64_t n_in) {
+    for (int i = 0; i < g->n_choices; i++) {
+        const gpu_choice *c = &g->choices[i];
+        if (c->kind == kind && c->type == type && c->n_out == n_out && c->n_in == n_in)
+            return i;
+    }
+    return -1;
+}
+
+static int variant_for(const gpu_impl *g, int kind, uint32_t type, int64_t n_out, int64_t n_in) {
+    const int i = choice_find(g, kind, type, n_out, n_in);
+    return i >= 0 ? g->choices[i].variant : gk_default_variant((gk_kind)kind, n_out, n_in, g->ex.warp);
+}
+
 static brasa_status gpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tensor *x, const bk_tensor *bias, bk_tensor *y,
                                brasa_error *err) {
     gpu_impl *g = impl_of(dev);
@@ -220,7 +252,9 @@ static brasa_status gpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tens
     GPU_TRY(device_rows(dev, w, &wd, err));
     if (bias)
         GPU_TRY(device_rows(dev, bias, &bd, err));
-    return launched(gk_matmul(&g->ex, w->type, wd, w->row_bytes, w->ne1, w->ne0, x->data, floats(x), x->ne1, bd, y->data, floats(y)),
+    const int variant = variant_for(g, gk_kind_of(x->ne1), w->type, w->ne1, w->ne0);
+    return launched(gk_matmul(&g->ex, variant, w->type, wd, w->row_bytes, w->ne1, w->ne0, x->data, floats(x), x->ne1, bd, y->data,
+                              floats(y)),
                     "matmul", err);
 }
 
@@ -318,6 +352,11 @@ static brasa_status gpu_softcap(bk_device *dev, bk_tensor *x, float cap, brasa_e
     return launched(gk_softcap(&g->ex, x->data, floats(x), x->ne1, x->ne0, cap), "softcap", err);
 }
 
+static brasa_status gpu_keep(bk_device *dev, const bk_tensor *t, brasa_error *err) {
+    const void *ignored = NULL;
+    return device_rows(dev, t, &ignored, err);
+}
+
 static const bk_device_ops gpu_ops = {
     .name = "gpu",
     .buffer_alloc = gpu_buffer_alloc,
@@ -336,6 +375,7 @@ static const bk_device_ops gpu_ops = {
     .copy_rows = gpu_copy_rows,
     .attention = gpu_attention,
     .softcap = gpu_softcap,
+    .keep = gpu_keep,
 };
 
 static int module_device_count(char *why, size_t why_size) { return gr_device_count(why, why_size); }
@@ -419,6 +459,79 @@ static brasa_status module_device_create(int index, bk_device **out, brasa_error
     return BRASA_OK;
 }
 
+/* ---- tuning ---- */
+
+static int module_variants(int kind) { return kind == GK_DECODE || kind == GK_PREFILL ? gk_variants((gk_kind)kind) : 0; }
+
+static const char *module_variant_name(int kind, int variant) {
+    return module_variants(kind) ? gk_variant_name((gk_kind)kind, variant) : "?";
+}
+
+static int module_variant_of(bk_device *dev, int kind, uint32_t type, int64_t n_out, int64_t n_in) {
+    return variant_for(impl_of(dev), kind, type, n_out, n_in);
+}
+
+static brasa_status module_set_variant(bk_device *dev, int kind, uint32_t type, int64_t n_out, int64_t n_in, int variant,
+                                       brasa_error *err) {
+    gpu_impl *g = impl_of(dev);
+    if (variant < 0 || variant >= module_variants(kind) || !gk_supports(type) || n_out <= 0 || n_in <= 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: no product variant %d of kind %d for type %u", gr_vendor(), variant,
+                       kind, type);
+    int i = choice_find(g, kind, type, n_out, n_in);
+    if (i < 0) {
+        if (g->n_choices == GPU_CHOICES_MAX)
+            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: more than %d tuned shapes", gr_vendor(), GPU_CHOICES_MAX);
+        i = g->n_choices++;
+    }
+    g->choices[i] = (gpu_choice){ kind, type, n_out, n_in, variant };
+    return BRASA_OK;
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static brasa_status module_time_variant(bk_device *dev, const bk_tensor *w, int64_t n_tok, int variant, int reps, double *seconds,
+                                        brasa_error *err) {
+    gpu_impl *g = impl_of(dev);
+    if (n_tok <= 0 || reps <= 0 || variant < 0 || variant >= gk_variants(gk_kind_of(n_tok)))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: cannot time variant %d with %lld tokens", gr_vendor(), variant,
+                       (long long)n_tok);
+    const void *wd = NULL;
+    GPU_TRY(device_rows(dev, w, &wd, err));
+    /* inputs of zeros: a product's time does not depend on the values */
+    void *x = NULL, *y = NULL;
+    const size_t x_bytes = (size_t)n_tok * (size_t)w->ne0 * sizeof(float), y_bytes = (size_t)n_tok * (size_t)w->ne1 * sizeof(float);
+    if (gr_malloc(&x, x_bytes) != 0)
+        return out_of_memory(x_bytes, "tuning inputs", err);
+    if (gr_malloc(&y, y_bytes) != 0) {
+        gr_free(x);
+        return out_of_memory(y_bytes, "tuning outputs", err);
+    }
+    brasa_status st = BRASA_OK;
+    int rc = gr_memset(x, 0, x_bytes, g->ex.stream);
+    double t0 = 0;
+    for (int r = -1; r < reps && rc == 0 && st == BRASA_OK; r++) { /* r = -1: the warm-up */
+        if (r == 0) {
+            rc = gr_sync(g->ex.stream);
+            t0 = seconds_now();
+        }
+        if (rc == 0)
+            st = launched(gk_matmul(&g->ex, variant, w->type, wd, w->row_bytes, w->ne1, w->ne0, x, w->ne0, n_tok, NULL, y, w->ne1),
+                          "matmul", err);
+    }
+    if (rc == 0 && st == BRASA_OK)
+        rc = gr_sync(g->ex.stream);
+    *seconds = (seconds_now() - t0) / reps;
+    gr_free(x);
+    gr_free(y);
+    if (rc != 0 && st == BRASA_OK)
+        st = err_set(err, BRASA_ERR_IO, "%s: timing a product: %s", gr_vendor(), gr_error_string(rc));
+    return st;
+}
+
 BK_GPU_MODULE_EXPORT const bk_gpu_module *brasa_gpu_module_v1(void);
 
 BK_GPU_MODULE_EXPORT const bk_gpu_module *brasa_gpu_module_v1(void) {
@@ -430,5 +543,10 @@ BK_GPU_MODULE_EXPORT const bk_gpu_module *brasa_gpu_module_v1(void) {
     m.device_info = module_device_info;
     m.device_create = module_device_create;
     m.device_free = module_device_free;
+    m.variants = module_variants;
+    m.variant_name = module_variant_name;
+    m.variant_of = module_variant_of;
+    m.set_variant = module_set_variant;
+    m.time_variant = module_time_variant;
     return &m;
 }

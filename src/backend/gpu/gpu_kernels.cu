@@ -149,20 +149,22 @@ template <> __device__ __forceinline__ void gk_load8<QUANT_Q6_K>(const uint8_t *
 
 /* ---- products ---- */
 
-/* One warp per output row, for up to GK_MATVEC_TOKENS_MAX tokens: the row is read once for all. */
-template <int T>
+/* ROWS output rows per warp (lanes warpSize / ROWS each, so short rows keep every lane busy), for
+ * up to GK_MATVEC_TOKENS_MAX tokens: the row is read once for all of them. */
+template <int T, int ROWS>
 __global__ void gk_matvec_kernel(const uint8_t *w, size_t w_row_bytes, int64_t n_out, int64_t n_in, const float *x,
                                  int64_t x_stride, int n_tok, const float *bias, float *y, int64_t y_stride) {
-    const int lane = (int)(threadIdx.x % warpSize), warps = (int)(blockDim.x / warpSize);
-    const int64_t r = (int64_t)blockIdx.x * warps + threadIdx.x / warpSize;
-    if (r >= n_out)
-        return; /* the whole warp leaves together */
-    const uint8_t *row = w + (size_t)r * w_row_bytes;
+    const int width = warpSize / ROWS, lane = (int)(threadIdx.x % width), warps = (int)(blockDim.x / warpSize);
+    const int64_t r = ((int64_t)blockIdx.x * warps + threadIdx.x / warpSize) * ROWS + (threadIdx.x % warpSize) / width;
+    if (r - (threadIdx.x % warpSize) / width >= n_out)
+        return; /* the whole warp leaves together: its first row is past the end */
+    const bool row_ok = r < n_out; /* lanes of a row past the end still take part in the shuffles */
+    const uint8_t *row = w + (size_t)(row_ok ? r : 0) * w_row_bytes;
     const int64_t n_pieces = (n_in + 7) / 8;
     float acc[GK_MATVEC_TOKENS_MAX];
     for (int t = 0; t < GK_MATVEC_TOKENS_MAX; t++)
         acc[t] = 0.0f;
-    for (int64_t p = lane; p < n_pieces; p += warpSize) {
+    for (int64_t p = lane; row_ok && p < n_pieces; p += width) {
         float v[8];
         gk_load8<T>(row, p, n_in, v);
         const int n = p * 8 + 8 <= n_in ? 8 : (int)(n_in - p * 8);
@@ -177,53 +179,54 @@ __global__ void gk_matvec_kernel(const uint8_t *w, size_t w_row_bytes, int64_t n
         }
     }
     for (int t = 0; t < n_tok; t++) {
-        const float s = gp_warp_sum(acc[t]);
-        if (lane == 0)
+        const float s = gp_group_sum(acc[t], width);
+        if (lane == 0 && row_ok)
             y[t * y_stride + r] = s + (bias ? bias[r] : 0.0f);
     }
 }
 
-#define GK_TILE 64   /* output rows and tokens per block */
 #define GK_TILE_K 32 /* values of the inner dimension per step: four pieces */
-#define GK_TILE_THREADS 256
 
-/* A 64 x 64 tile of y per block: each step dequantizes 64 rows x 32 values of w and loads 64
- * tokens x 32 values of x into shared memory, then each thread adds to its 4 x 4 outputs (rows
- * tx + 16i, tokens ty + 16j: neighbouring threads write neighbouring rows). */
-template <int T>
+/* A TILE x TILE tile of y per block of TILE * TILE / 16 threads: each step dequantizes TILE rows x
+ * 32 values of w and loads TILE tokens x 32 values of x into shared memory, then each thread adds
+ * to its 4 x 4 outputs (rows tx + TILE/4 i, tokens ty + TILE/4 j: neighbouring threads write
+ * neighbouring rows). */
+template <int T, int TILE>
 __global__ void gk_matmul_tile_kernel(const uint8_t *w, size_t w_row_bytes, int64_t n_out, int64_t n_in, const float *x,
                                       int64_t x_stride, int64_t n_tok, const float *bias, float *y, int64_t y_stride) {
-    __shared__ float ws[GK_TILE_K][GK_TILE + 1];
-    __shared__ float xs[GK_TILE_K][GK_TILE + 1];
-    const int64_t row_tiles = (n_out + GK_TILE - 1) / GK_TILE;
-    const int64_t row0 = (int64_t)(blockIdx.x % row_tiles) * GK_TILE, tok0 = (int64_t)(blockIdx.x / row_tiles) * GK_TILE;
-    const int tid = (int)threadIdx.x, tx = tid % 16, ty = tid / 16;
-    const int load_row = tid / 4, load_part = tid % 4; /* 256 threads: 64 rows (or tokens) x 4 pieces */
+    __shared__ float ws[GK_TILE_K][TILE + 1];
+    __shared__ float xs[GK_TILE_K][TILE + 1];
+    const int64_t row_tiles = (n_out + TILE - 1) / TILE;
+    const int64_t row0 = (int64_t)(blockIdx.x % row_tiles) * TILE, tok0 = (int64_t)(blockIdx.x / row_tiles) * TILE;
+    const int tid = (int)threadIdx.x, step = TILE / 4, tx = tid % step, ty = tid / step, threads = TILE * TILE / 16;
     const int64_t n_pieces = (n_in + 7) / 8;
     float acc[4][4];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
             acc[i][j] = 0.0f;
     for (int64_t k0 = 0; k0 < n_in; k0 += GK_TILE_K) {
-        float v[8];
-        const int64_t r = row0 + load_row, p = k0 / 8 + load_part;
-        if (r < n_out && p < n_pieces)
-            gk_load8<T>(w + (size_t)r * w_row_bytes, p, n_in, v);
-        else
-            for (int i = 0; i < 8; i++)
-                v[i] = 0.0f;
-        const int64_t t = tok0 + load_row;
-        for (int i = 0; i < 8; i++) {
-            const int64_t k = k0 + load_part * 8 + i;
-            ws[load_part * 8 + i][load_row] = v[i];
-            xs[load_part * 8 + i][load_row] = t < n_tok && k < n_in ? x[t * x_stride + k] : 0.0f;
+        for (int e = tid; e < TILE * 4; e += threads) { /* TILE rows (and tokens) x 4 pieces */
+            const int load_row = e / 4, load_part = e % 4;
+            float v[8];
+            const int64_t r = row0 + load_row, p = k0 / 8 + load_part;
+            if (r < n_out && p < n_pieces)
+                gk_load8<T>(w + (size_t)r * w_row_bytes, p, n_in, v);
+            else
+                for (int i = 0; i < 8; i++)
+                    v[i] = 0.0f;
+            const int64_t t = tok0 + load_row;
+            for (int i = 0; i < 8; i++) {
+                const int64_t k = k0 + load_part * 8 + i;
+                ws[load_part * 8 + i][load_row] = v[i];
+                xs[load_part * 8 + i][load_row] = t < n_tok && k < n_in ? x[t * x_stride + k] : 0.0f;
+            }
         }
         __syncthreads();
         for (int k = 0; k < GK_TILE_K; k++) {
             float a[4], b[4];
             for (int i = 0; i < 4; i++) {
-                a[i] = ws[k][tx + 16 * i];
-                b[i] = xs[k][ty + 16 * i];
+                a[i] = ws[k][tx + step * i];
+                b[i] = xs[k][ty + step * i];
             }
             for (int i = 0; i < 4; i++)
                 for (int j = 0; j < 4; j++)
@@ -233,7 +236,7 @@ __global__ void gk_matmul_tile_kernel(const uint8_t *w, size_t w_row_bytes, int6
     }
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) {
-            const int64_t r = row0 + tx + 16 * i, t = tok0 + ty + 16 * j;
+            const int64_t r = row0 + tx + step * i, t = tok0 + ty + step * j;
             if (r < n_out && t < n_tok)
                 y[t * y_stride + r] = acc[i][j] + (bias ? bias[r] : 0.0f);
         }
@@ -254,27 +257,85 @@ __global__ void gk_get_rows_kernel(const uint8_t *table, size_t row_bytes, int64
 }
 
 #define GK_WARPS_PER_BLOCK 4
+#define GK_BLOCK_THREADS 256 /* threads per block of the row-wise and elementwise kernels */
 
-template <int T> static int gk_matmul_typed(const gk_exec *ex, const void *w, size_t w_row_bytes, int64_t n_out, int64_t n_in,
-                                            const float *x, int64_t x_stride, int64_t n_tok, const float *bias, float *y,
-                                            int64_t y_stride) {
+/* The variants: decode as (rows per warp, warps per block), prefill as the tile size. */
+static const int gk_decode_rows[] = { 1, 1, 1, 2, 2, 2, 4, 4, 4 };
+static const int gk_decode_warps[] = { 2, 4, 8, 2, 4, 8, 2, 4, 8 };
+static const int gk_prefill_tile[] = { 64, 32 };
+#define GK_DECODE_VARIANTS ((int)(sizeof gk_decode_rows / sizeof gk_decode_rows[0]))
+#define GK_PREFILL_VARIANTS ((int)(sizeof gk_prefill_tile / sizeof gk_prefill_tile[0]))
+
+extern "C" int gk_variants(gk_kind kind) { return kind == GK_DECODE ? GK_DECODE_VARIANTS : GK_PREFILL_VARIANTS; }
+
+extern "C" const char *gk_variant_name(gk_kind kind, int v) {
+    static const char *decode[] = { "1 row/warp, 2 warps/block", "1 row/warp, 4 warps/block", "1 row/warp, 8 warps/block",
+                                    "2 rows/warp, 2 warps/block", "2 rows/warp, 4 warps/block", "2 rows/warp, 8 warps/block",
+                                    "4 rows/warp, 2 warps/block", "4 rows/warp, 4 warps/block", "4 rows/warp, 8 warps/block" };
+    static const char *prefill[] = { "64x64 tiles", "32x32 tiles" };
+    if (v < 0 || v >= gk_variants(kind))
+        return "?";
+    return kind == GK_DECODE ? decode[v] : prefill[v];
+}
+
+extern "C" gk_kind gk_kind_of(int64_t n_tok) { return n_tok <= GK_DECODE_TOKENS_MAX ? GK_DECODE : GK_PREFILL; }
+
+/* The rule: a row per warp while the row gives every lane two pieces of eight values or more, else
+ * rows share a warp so that lanes do not idle; four warps a block. Tiles of 64 once the rows fill
+ * one, else 32 (fewer idle threads at the edge). */
+extern "C" int gk_default_variant(gk_kind kind, int64_t n_out, int64_t n_in, int warp) {
+    if (kind == GK_PREFILL)
+        return n_out >= 64 ? 0 : 1;
+    const int64_t pieces = (n_in + 7) / 8;
+    const int rows = pieces >= 2 * warp ? 1 : pieces >= warp ? 2 : 4;
+    return (rows == 1 ? 0 : rows == 2 ? 3 : 6) + 1; /* 4 warps/block */
+}
+
+template <int T, int ROWS> static void gk_matvec_launch(const gk_exec *ex, int warps, const uint8_t *w, size_t w_row_bytes,
+                                                        int64_t n_out, int64_t n_in, const float *x, int64_t x_stride,
+                                                        int64_t n_tok, const float *bias, float *y, int64_t y_stride) {
+    const int64_t rows_per_block = (int64_t)warps * ROWS;
+    const dim3 grid((unsigned)((n_out + rows_per_block - 1) / rows_per_block)), block((unsigned)(warps * ex->warp));
+    /* passes of at most GK_MATVEC_TOKENS_MAX tokens: each token's sums are the same in any pass */
+    for (int64_t t0 = 0; t0 < n_tok; t0 += GK_MATVEC_TOKENS_MAX) {
+        const int n = (int)(n_tok - t0 < GK_MATVEC_TOKENS_MAX ? n_tok - t0 : GK_MATVEC_TOKENS_MAX);
+        GP_LAUNCH((gk_matvec_kernel<T, ROWS>), grid, block, 0, (gp_stream)ex->stream, w, w_row_bytes, n_out, n_in,
+                  x + t0 * x_stride, x_stride, n, bias, y + t0 * y_stride, y_stride);
+    }
+}
+
+template <int T> static int gk_matmul_typed(const gk_exec *ex, int variant, const void *w, size_t w_row_bytes, int64_t n_out,
+                                            int64_t n_in, const float *x, int64_t x_stride, int64_t n_tok, const float *bias,
+                                            float *y, int64_t y_stride) {
     const gp_stream s = (gp_stream)ex->stream;
     const uint8_t *wb = (const uint8_t *)w;
-    if (n_tok <= GK_MATVEC_TOKENS_MAX) {
-        const dim3 grid((unsigned)((n_out + GK_WARPS_PER_BLOCK - 1) / GK_WARPS_PER_BLOCK)), block(GK_WARPS_PER_BLOCK * ex->warp);
-        GP_LAUNCH(gk_matvec_kernel<T>, grid, block, 0, s, wb, w_row_bytes, n_out, n_in, x, x_stride, (int)n_tok, bias, y,
-                  y_stride);
+    const gk_kind kind = gk_kind_of(n_tok);
+    const int v = variant == GK_VARIANT_DEFAULT ? gk_default_variant(kind, n_out, n_in, ex->warp) : variant;
+    if (v < 0 || v >= gk_variants(kind))
+        return -1;
+    if (kind == GK_DECODE) {
+        const int rows = gk_decode_rows[v], warps = gk_decode_warps[v];
+        if (rows == 1)
+            gk_matvec_launch<T, 1>(ex, warps, wb, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride);
+        else if (rows == 2)
+            gk_matvec_launch<T, 2>(ex, warps, wb, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride);
+        else
+            gk_matvec_launch<T, 4>(ex, warps, wb, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride);
+    } else if (gk_prefill_tile[v] == 64) {
+        const int64_t tiles = ((n_out + 63) / 64) * ((n_tok + 63) / 64);
+        GP_LAUNCH((gk_matmul_tile_kernel<T, 64>), dim3((unsigned)tiles), dim3(64 * 64 / 16), 0, s, wb, w_row_bytes, n_out, n_in,
+                  x, x_stride, n_tok, bias, y, y_stride);
     } else {
-        const int64_t tiles = ((n_out + GK_TILE - 1) / GK_TILE) * ((n_tok + GK_TILE - 1) / GK_TILE);
-        GP_LAUNCH(gk_matmul_tile_kernel<T>, dim3((unsigned)tiles), dim3(GK_TILE_THREADS), 0, s, wb, w_row_bytes, n_out, n_in, x,
-                  x_stride, n_tok, bias, y, y_stride);
+        const int64_t tiles = ((n_out + 31) / 32) * ((n_tok + 31) / 32);
+        GP_LAUNCH((gk_matmul_tile_kernel<T, 32>), dim3((unsigned)tiles), dim3(32 * 32 / 16), 0, s, wb, w_row_bytes, n_out, n_in,
+                  x, x_stride, n_tok, bias, y, y_stride);
     }
     return 0;
 }
 
 template <int T> static int gk_get_rows_typed(const gk_exec *ex, const void *table, size_t row_bytes, int64_t ne0,
                                               const int32_t *ids, int64_t n, float *y, int64_t y_stride) {
-    GP_LAUNCH(gk_get_rows_kernel<T>, dim3((unsigned)n), dim3(GK_TILE_THREADS), 0, (gp_stream)ex->stream,
+    GP_LAUNCH(gk_get_rows_kernel<T>, dim3((unsigned)n), dim3(GK_BLOCK_THREADS), 0, (gp_stream)ex->stream,
               (const uint8_t *)table, row_bytes, ne0, ids, y, y_stride);
     return 0;
 }
@@ -308,12 +369,13 @@ static int64_t gk_block_values(uint32_t type) {
 
 extern "C" int gk_supports(uint32_t type) { return gk_block_values(type) > 0; }
 
-extern "C" int gk_matmul(const gk_exec *ex, uint32_t type, const void *w, size_t w_row_bytes, int64_t n_out, int64_t n_in,
-                         const float *x, int64_t x_stride, int64_t n_tok, const float *bias, float *y, int64_t y_stride) {
+extern "C" int gk_matmul(const gk_exec *ex, int variant, uint32_t type, const void *w, size_t w_row_bytes, int64_t n_out,
+                         int64_t n_in, const float *x, int64_t x_stride, int64_t n_tok, const float *bias, float *y,
+                         int64_t y_stride) {
     const int64_t bv = gk_block_values(type);
     if (bv == 0 || n_in <= 0 || n_in % bv != 0 || n_out <= 0 || n_tok <= 0)
         return -1;
-#define GK_MATMUL_CALL(T) gk_matmul_typed<T>(ex, w, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride)
+#define GK_MATMUL_CALL(T) gk_matmul_typed<T>(ex, variant, w, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride)
     GK_FOR_TYPE(type, GK_MATMUL_CALL)
 #undef GK_MATMUL_CALL
 }
@@ -384,7 +446,7 @@ template <int OP> static int gk_elementwise(const gk_exec *ex, const float *a, i
     const int64_t n = n_rows * ne0;
     if (n == 0)
         return 0;
-    GP_LAUNCH(gk_elementwise_kernel<OP>, dim3((unsigned)((n + GK_TILE_THREADS - 1) / GK_TILE_THREADS)), dim3(GK_TILE_THREADS), 0,
+    GP_LAUNCH(gk_elementwise_kernel<OP>, dim3((unsigned)((n + GK_BLOCK_THREADS - 1) / GK_BLOCK_THREADS)), dim3(GK_BLOCK_THREADS), 0,
               (gp_stream)ex->stream, a, as, b, bs, y, ys, n_rows, ne0, c);
     return 0;
 }
@@ -456,7 +518,7 @@ extern "C" int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_
     const int64_t n = n_tok * (rope_dim / 2);
     if (n == 0)
         return 0;
-    GP_LAUNCH(gk_rope_kernel, dim3((unsigned)((n + GK_TILE_THREADS - 1) / GK_TILE_THREADS)), dim3(GK_TILE_THREADS), 0,
+    GP_LAUNCH(gk_rope_kernel, dim3((unsigned)((n + GK_BLOCK_THREADS - 1) / GK_BLOCK_THREADS)), dim3(GK_BLOCK_THREADS), 0,
               (gp_stream)ex->stream, x, x_stride, n_tok, n_head, head_dim, rope_dim, pos, base, freq_scale, neox);
     return 0;
 }
@@ -479,7 +541,7 @@ extern "C" int gk_f32_to_f16_rows(const gk_exec *ex, const float *src, int64_t s
     const int64_t n = n_rows * ne0;
     if (n == 0)
         return 0;
-    GP_LAUNCH(gk_f32_to_f16_kernel, dim3((unsigned)((n + GK_TILE_THREADS - 1) / GK_TILE_THREADS)), dim3(GK_TILE_THREADS), 0,
+    GP_LAUNCH(gk_f32_to_f16_kernel, dim3((unsigned)((n + GK_BLOCK_THREADS - 1) / GK_BLOCK_THREADS)), dim3(GK_BLOCK_THREADS), 0,
               (gp_stream)ex->stream, src, src_stride, dst, dst_stride, n_rows, ne0);
     return 0;
 }

@@ -24,15 +24,32 @@ typedef struct gk_exec {
 
 /* Longest head the attention kernel takes (each lane holds head_dim / warp of it). */
 #define GK_HEAD_DIM_MAX 256
-/* Up to this many tokens, a product is a matrix-vector pass per token group (decode); beyond,
- * a tiled matrix-matrix product (prefill). */
+/* A matrix-vector pass reads each weight row once for up to this many tokens. */
 #define GK_MATVEC_TOKENS_MAX 8
+/* Up to this many tokens a product is matrix-vector passes (decode), every token summed in the
+ * same order whatever the batch (bk's exact-batch promise); beyond, tiled matrix-matrix (prefill). */
+#define GK_DECODE_TOKENS_MAX 15
 
 /* Whether matmul and get_rows have kernels for weights of this type. */
 int gk_supports(uint32_t type);
 
-/* y[t][o] = sum_i w[o][i] * x[t][i] (+ bias[o]); w: (n_out, n_in), x: (n_tok, n_in), y: (n_tok, n_out) */
-int gk_matmul(const gk_exec *ex, uint32_t type, const void *w, size_t w_row_bytes, int64_t n_out, int64_t n_in,
+/* The products come in variants, all computing the same sums: for decode, lanes per row (a row per
+ * warp, or two or four rows sharing one) and warps per block; for prefill, the tile size. A variant
+ * is a number from 0 to gk_variants(kind) - 1 for its kind; GK_VARIANT_DEFAULT lets a rule pick one
+ * from the shape with no measuring. */
+typedef enum gk_kind { GK_DECODE, GK_PREFILL } gk_kind;
+#define GK_VARIANT_DEFAULT (-1)
+int gk_variants(gk_kind kind);
+/* A short name for a variant ("4 rows/warp, 8 warps/block", "32x32 tiles"); "?" for none. */
+const char *gk_variant_name(gk_kind kind, int variant);
+/* The variant the rule picks for a shape on a warp of `warp` lanes. */
+int gk_default_variant(gk_kind kind, int64_t n_out, int64_t n_in, int warp);
+/* The kind of product n_tok tokens make. */
+gk_kind gk_kind_of(int64_t n_tok);
+
+/* y[t][o] = sum_i w[o][i] * x[t][i] (+ bias[o]); w: (n_out, n_in), x: (n_tok, n_in), y: (n_tok, n_out),
+ * with the given variant of its kind (or GK_VARIANT_DEFAULT) */
+int gk_matmul(const gk_exec *ex, int variant, uint32_t type, const void *w, size_t w_row_bytes, int64_t n_out, int64_t n_in,
               const float *x, int64_t x_stride, int64_t n_tok, const float *bias, float *y, int64_t y_stride);
 /* y[t] = table[ids[t]] dequantized; table: rows of ne0 values; ids on the device */
 int gk_get_rows(const gk_exec *ex, uint32_t type, const void *table, size_t row_bytes, int64_t ne0, const int32_t *ids,

@@ -13,7 +13,7 @@
 
 #include "backend/backend.h"
 
-#define BK_GPU_MODULE_ABI 1
+#define BK_GPU_MODULE_ABI 2
 #define BK_GPU_MODULE_ENTRY "brasa_gpu_module_v1"
 
 #if defined(_WIN32)
@@ -44,6 +44,19 @@ typedef struct bk_gpu_module {
      * with the reason when the module holds no kernels for the device's architecture. */
     brasa_status (*device_create)(int index, bk_device **out, brasa_error *err);
     void (*device_free)(bk_device *dev); /* accepts NULL */
+
+    /* Kernel tuning. A product (matmul) has variants per kind (0: decode, up to 15 tokens; 1:
+     * prefill), all computing the same sums (gpu_kernels.h); a device uses, per weight shape and
+     * kind, the variant set here, else the one a rule picks from the shape. */
+    int (*variants)(int kind);
+    const char *(*variant_name)(int kind, int variant);
+    int (*variant_of)(bk_device *dev, int kind, uint32_t type, int64_t n_out, int64_t n_in);
+    brasa_status (*set_variant)(bk_device *dev, int kind, uint32_t type, int64_t n_out, int64_t n_in, int variant,
+                                brasa_error *err);
+    /* Seconds one product of weights w (a constant host tensor) with n_tok tokens takes in variant
+     * `variant` of its kind: the mean of reps runs after a warm-up. */
+    brasa_status (*time_variant)(bk_device *dev, const bk_tensor *w, int64_t n_tok, int variant, int reps, double *seconds,
+                                 brasa_error *err);
 } bk_gpu_module;
 
 typedef const bk_gpu_module *(*bk_gpu_module_entry)(void);

@@ -81,6 +81,14 @@ static __device__ __forceinline__ float gp_warp_sum(float v) {
     return v;
 }
 
+/* Sum over groups of `width` neighbouring lanes (a power of two dividing the warp); every lane of
+ * a group gets its group's sum. */
+static __device__ __forceinline__ float gp_group_sum(float v, int width) {
+    for (int m = width / 2; m > 0; m >>= 1)
+        v += gp_shfl_xor(v, m);
+    return v;
+}
+
 static __device__ __forceinline__ float gp_warp_max(float v) {
     for (int m = warpSize / 2; m > 0; m >>= 1) {
         const float o = gp_shfl_xor(v, m);

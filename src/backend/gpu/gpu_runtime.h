@@ -22,6 +22,7 @@ int gr_memory(size_t *free_bytes, size_t *total_bytes);
 int gr_copy_to_device(void *dst, const void *src, size_t bytes, void *stream);
 int gr_copy_to_host(void *dst, const void *src, size_t bytes, void *stream); /* returns when the bytes are there */
 int gr_copy_on_device(void *dst, const void *src, size_t bytes, void *stream);
+int gr_memset(void *dst, int value, size_t bytes, void *stream);
 int gr_sync(void *stream);
 int gr_last_error(void); /* a failed kernel launch, reported once */
 const char *gr_error_string(int code);

@@ -75,6 +75,10 @@ int gr_copy_on_device(void *dst, const void *src, size_t bytes, void *stream) {
     return (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
 }
 
+int gr_memset(void *dst, int value, size_t bytes, void *stream) {
+    return (int)cudaMemsetAsync(dst, value, bytes, (cudaStream_t)stream);
+}
+
 int gr_sync(void *stream) { return (int)cudaStreamSynchronize((cudaStream_t)stream); }
 int gr_last_error(void) { return (int)cudaGetLastError(); }
 const char *gr_error_string(int code) { return cudaGetErrorString((cudaError_t)code); }

@@ -75,6 +75,10 @@ int gr_copy_on_device(void *dst, const void *src, size_t bytes, void *stream) {
     return (int)hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, (hipStream_t)stream);
 }
 
+int gr_memset(void *dst, int value, size_t bytes, void *stream) {
+    return (int)hipMemsetAsync(dst, value, bytes, (hipStream_t)stream);
+}
+
 int gr_sync(void *stream) { return (int)hipStreamSynchronize((hipStream_t)stream); }
 int gr_last_error(void) { return (int)hipGetLastError(); }
 const char *gr_error_string(int code) { return hipGetErrorString((hipError_t)code); }

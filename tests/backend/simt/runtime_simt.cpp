@@ -114,6 +114,11 @@ int gr_copy_on_device(void *dst, const void *src, size_t bytes, void *) {
     return 0;
 }
 
+int gr_memset(void *dst, int value, size_t bytes, void *) {
+    std::memset(dst, value, bytes);
+    return 0;
+}
+
 int gr_sync(void *) { return 0; }
 int gr_last_error(void) { return 0; }
 

@@ -1,0 +1,103 @@
+/* offload.c: the split of a model between a GPU and the CPU (see offload.h). */
+#include "engine/offload.h"
+
+#include "engine/layout.h"
+
+#define LAYER_TENSORS 16
+
+/* A layer's tensors (absent ones have data == NULL). */
+static void layer_tensors(const arch_layer *l, const bk_tensor *ts[LAYER_TENSORS]) {
+    const bk_tensor *all[LAYER_TENSORS] = { &l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->bq, &l->bk, &l->bv,
+                                            &l->q_norm, &l->k_norm, &l->attn_post_norm, &l->ffn_norm, &l->ffn_gate,
+                                            &l->ffn_up, &l->ffn_down, &l->ffn_post_norm };
+    for (int i = 0; i < LAYER_TENSORS; i++)
+        ts[i] = all[i];
+}
+
+static uint64_t tensor_bytes(const bk_tensor *t) {
+    return t->data ? (uint64_t)t->ne1 * t->row_bytes : 0;
+}
+
+static void add(const bk_tensor *t, const bk_tensor **out, size_t cap, size_t *n) {
+    if (!t->data)
+        return;
+    if (*n < cap)
+        out[*n] = t;
+    (*n)++;
+}
+
+/* The embedding table goes to the GPU with the first layer; a head tied to it is the same rows. */
+static bool embd_on_gpu(int32_t first_gpu_layer) { return first_gpu_layer <= 0; }
+static bool head_is_embd(const arch_weights *w) { return w->output.data == w->tok_embd.data; }
+
+size_t offload_gpu_tensors(const arch_hparams *hp, const arch_weights *w, int32_t first_gpu_layer, const bk_tensor **out,
+                           size_t cap) {
+    size_t n = 0;
+    if (first_gpu_layer >= hp->n_layer)
+        return 0;
+    if (embd_on_gpu(first_gpu_layer))
+        add(&w->tok_embd, out, cap, &n);
+    for (int32_t il = first_gpu_layer < 0 ? 0 : first_gpu_layer; il < hp->n_layer; il++) {
+        const bk_tensor *ts[LAYER_TENSORS];
+        layer_tensors(&w->layers[il], ts);
+        for (int i = 0; i < LAYER_TENSORS; i++)
+            add(ts[i], out, cap, &n);
+    }
+    add(&w->output_norm, out, cap, &n);
+    if (!(embd_on_gpu(first_gpu_layer) && head_is_embd(w)))
+        add(&w->output, out, cap, &n);
+    return n;
+}
+
+static uint64_t layer_weight_bytes(const arch_layer *l) {
+    const bk_tensor *ts[LAYER_TENSORS];
+    layer_tensors(l, ts);
+    uint64_t bytes = 0;
+    for (int i = 0; i < LAYER_TENSORS; i++)
+        bytes += tensor_bytes(ts[i]);
+    return bytes;
+}
+
+/* The output norm and head, and the embeddings when the first layer is on the GPU. */
+static uint64_t ends_bytes(const arch_weights *w, int32_t first_gpu_layer) {
+    uint64_t bytes = tensor_bytes(&w->output_norm) + tensor_bytes(&w->output);
+    if (embd_on_gpu(first_gpu_layer) && !head_is_embd(w))
+        bytes += tensor_bytes(&w->tok_embd);
+    return bytes;
+}
+
+uint64_t offload_gpu_weight_bytes(const arch_hparams *hp, const arch_weights *w, int32_t first_gpu_layer) {
+    if (first_gpu_layer >= hp->n_layer)
+        return 0;
+    uint64_t bytes = ends_bytes(w, first_gpu_layer);
+    for (int32_t il = first_gpu_layer < 0 ? 0 : first_gpu_layer; il < hp->n_layer; il++)
+        bytes += layer_weight_bytes(&w->layers[il]);
+    return bytes;
+}
+
+int32_t offload_layers(const arch_hparams *hp, const arch_weights *w, const brasa_context_params *p, uint64_t act_bytes,
+                       uint64_t free_bytes, uint64_t total_bytes) {
+    const int32_t L = hp->n_layer;
+    if (p->gpu_layers == BRASA_GPU_LAYERS_NONE)
+        return 0;
+    if (p->gpu_layers > 0)
+        return p->gpu_layers < L ? p->gpu_layers : L;
+    /* auto: add layers from the last while everything on the device stays within the budget */
+    const uint64_t reserve = total_bytes / 16 < OFFLOAD_RESERVE_MAX ? total_bytes / 16 : OFFLOAD_RESERVE_MAX;
+    if (free_bytes <= reserve + act_bytes)
+        return 0;
+    const uint64_t budget = free_bytes - reserve - act_bytes;
+    uint64_t used = tensor_bytes(&w->output_norm) + tensor_bytes(&w->output);
+    int32_t n = 0;
+    while (n < L) {
+        const int32_t il = L - 1 - n;
+        uint64_t more = layer_weight_bytes(&w->layers[il]) + layout_layer_kv_bytes(hp, il, p);
+        if (il == 0 && !head_is_embd(w))
+            more += tensor_bytes(&w->tok_embd);
+        if (used + more > budget)
+            break;
+        used += more;
+        n++;
+    }
+    return n;
+}
