@@ -110,6 +110,10 @@ typedef struct bk_device_ops {
      * first use otherwise would (a GPU copies it into device memory), so that a model's weights
      * are uploaded once at context creation, with progress, instead of during the first tokens. */
     brasa_status (*keep)(bk_device *dev, const bk_tensor *t, brasa_error *err);
+    /* Optional (NULL: never). Offers the host memory constant tensors live in (the model file's
+     * mapping): a GPU that shares the host's memory (an integrated one) maps it and reads the
+     * weights in place instead of copying them. Returns whether it does. */
+    bool (*map_host)(bk_device *dev, const void *base, size_t bytes);
 } bk_device_ops;
 
 struct bk_device {

@@ -255,7 +255,10 @@ brasa_status gtune_measure(const gtune_device *d, const bk_tensor *const *weight
             for (int v = 0; v < d->module->variants(kind) && st == BRASA_OK; v++) {
                 double seconds = 0;
                 st = d->module->time_variant(d->dev, w, n_tok, v, reps, &seconds, err);
-                if (st == BRASA_OK && seconds * 1e6 < best.us) {
+                const bool has_kernel = st != BRASA_ERR_UNSUPPORTED;
+                if (!has_kernel)
+                    st = BRASA_OK; /* this variant is not for this type */
+                if (st == BRASA_OK && has_kernel && seconds * 1e6 < best.us) {
                     best.variant = v;
                     best.us = seconds * 1e6;
                 }

@@ -256,10 +256,15 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     char gpu_name[300] = "";
     bk_gpu_info info;
     memset(&info, 0, sizeof info);
+    bool in_place = false;
     if (st == BRASA_OK && !is_cpu(p.device)) {
         st = open_gpu(c, p.device, &info, gpu_name, sizeof gpu_name, err);
+        /* an integrated GPU reads the weights where the file is mapped: a model near the size of
+         * the machine's memory still loads, since it is not held twice */
+        if (st == BRASA_OK && c->gpu_dev && p.gpu_layers != BRASA_GPU_LAYERS_NONE && c->gpu_dev->ops->map_host)
+            in_place = c->gpu_dev->ops->map_host(c->gpu_dev, gguf_image(m->file), (size_t)gguf_file_size(m->file));
         if (st == BRASA_OK)
-            c->gpu_layers = offload_layers(hp, &m->weights, &p, plan.act_bytes, info.free_bytes, info.total_bytes);
+            c->gpu_layers = offload_layers(hp, &m->weights, &p, plan.act_bytes, info.free_bytes, info.total_bytes, in_place);
     }
     if (st == BRASA_OK && c->gpu_layers < L)
         st = bk_cpu_create(p.n_threads, &c->cpu, err);
@@ -268,13 +273,13 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         if (!c->gpu_dev)
             snprintf(c->backend_name, sizeof c->backend_name, "cpu/%s", cpu_name);
         else if (c->gpu_layers == L)
-            snprintf(c->backend_name, sizeof c->backend_name, "%s", gpu_name);
+            snprintf(c->backend_name, sizeof c->backend_name, "%s%s", gpu_name, in_place ? ", weights read in place" : "");
         else if (c->gpu_layers == 0)
             snprintf(c->backend_name, sizeof c->backend_name, "%s, none of the %d layers; cpu/%s runs them", gpu_name, (int)L,
                      cpu_name);
         else
-            snprintf(c->backend_name, sizeof c->backend_name, "%s, the last %d of %d layers; cpu/%s runs the rest", gpu_name,
-                     c->gpu_layers, (int)L, cpu_name);
+            snprintf(c->backend_name, sizeof c->backend_name, "%s, the last %d of %d layers%s; cpu/%s runs the rest", gpu_name,
+                     c->gpu_layers, (int)L, in_place ? " (weights read in place)" : "", cpu_name);
     }
     if (st == BRASA_OK)
         st = make_places(c, &plan, err);

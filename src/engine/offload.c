@@ -76,7 +76,7 @@ uint64_t offload_gpu_weight_bytes(const arch_hparams *hp, const arch_weights *w,
 }
 
 int32_t offload_layers(const arch_hparams *hp, const arch_weights *w, const brasa_context_params *p, uint64_t act_bytes,
-                       uint64_t free_bytes, uint64_t total_bytes) {
+                       uint64_t free_bytes, uint64_t total_bytes, bool weights_in_place) {
     const int32_t L = hp->n_layer;
     if (p->gpu_layers == BRASA_GPU_LAYERS_NONE)
         return 0;
@@ -87,13 +87,14 @@ int32_t offload_layers(const arch_hparams *hp, const arch_weights *w, const bras
     if (free_bytes <= reserve + act_bytes)
         return 0;
     const uint64_t budget = free_bytes - reserve - act_bytes;
-    uint64_t used = tensor_bytes(&w->output_norm) + tensor_bytes(&w->output);
+    const uint64_t weights = weights_in_place ? 0 : 1; /* a factor: in place, weights take no device memory */
+    uint64_t used = weights * (tensor_bytes(&w->output_norm) + tensor_bytes(&w->output));
     int32_t n = 0;
     while (n < L) {
         const int32_t il = L - 1 - n;
-        uint64_t more = layer_weight_bytes(&w->layers[il]) + layout_layer_kv_bytes(hp, il, p);
+        uint64_t more = weights * layer_weight_bytes(&w->layers[il]) + layout_layer_kv_bytes(hp, il, p);
         if (il == 0 && !head_is_embd(w))
-            more += tensor_bytes(&w->tok_embd);
+            more += weights * tensor_bytes(&w->tok_embd);
         if (used + more > budget)
             break;
         used += more;

@@ -26,9 +26,10 @@ size_t offload_gpu_tensors(const arch_hparams *hp, const arch_weights *w, int32_
 uint64_t offload_gpu_weight_bytes(const arch_hparams *hp, const arch_weights *w, int32_t first_gpu_layer);
 
 /* Layers the GPU runs for a request (p->gpu_layers of resolved params p): N, all, none, or for
- * auto the most whose weights, KV caches (p's sequences and context) and the batch's activations
- * (act_bytes) fit in free_bytes less the reserve of a total_bytes device. */
+ * auto the most whose weights (unless the device reads them in place from host memory), KV caches
+ * (p's sequences and context) and the batch's activations (act_bytes) fit in free_bytes less the
+ * reserve of a total_bytes device. */
 int32_t offload_layers(const arch_hparams *hp, const arch_weights *w, const brasa_context_params *p, uint64_t act_bytes,
-                       uint64_t free_bytes, uint64_t total_bytes);
+                       uint64_t free_bytes, uint64_t total_bytes, bool weights_in_place);
 
 #endif

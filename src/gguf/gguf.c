@@ -547,6 +547,7 @@ void gguf_close(gguf_file *f) {
 
 uint32_t gguf_version(const gguf_file *f) { return f->version; }
 uint64_t gguf_file_size(const gguf_file *f) { return f->map.size; }
+const void *gguf_image(const gguf_file *f) { return f->map.data; }
 uint32_t gguf_alignment(const gguf_file *f) { return f->alignment; }
 size_t gguf_kv_count(const gguf_file *f) { return f->n_kv; }
 const gguf_kv *gguf_kv_at(const gguf_file *f, size_t i) { return i < f->n_kv ? &f->kvs[i] : NULL; }

@@ -71,6 +71,8 @@ void gguf_close(gguf_file *f);
 
 uint32_t gguf_version(const gguf_file *f);
 uint64_t gguf_file_size(const gguf_file *f);
+/* The whole file image (the mapping, page-aligned, or the caller's buffer); gguf_file_size bytes. */
+const void *gguf_image(const gguf_file *f);
 uint32_t gguf_alignment(const gguf_file *f);
 
 size_t gguf_kv_count(const gguf_file *f);

@@ -10,7 +10,8 @@ Checks:
   split    partial offload: the last N layers on the device and the rest on the CPU in one pass give
            the full offload's logits (within the same tolerance) and greedy tokens, for N = 10 and
            for "auto" on a device whose memory holds only some layers (it says how many); 0 layers
-           is the CPU's result exactly; "auto" with room takes every layer
+           is the CPU's result exactly; "auto" with room takes every layer; an integrated GPU
+           smaller than the model reads the weights in place and runs it all
   tuning   `brasa tune` measures every product variant on the model's shapes and writes the cache
            file; the next context takes every stored choice (and still gives the CPU's logits and
            tokens), and a second tune finds them in use; a damaged file, a stale one (another brasa
@@ -121,6 +122,19 @@ def check_split(args, device, env, tokens, greedy, cpu, want, gpu, got):
     p, _ = dump(args, args.model, tokens[:2], 0, ["--kv-type", "f32", "--device", device], env)
     report(p.returncode == 0 and layers_said(p) == n_layer, "auto with room takes every layer",
            p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}")
+    # an integrated GPU of 40 MiB reads the 98 MB model where it is mapped: all of it runs there
+    # ("auto" counts no weights against its memory), as the CPU would; a discrete one cannot hold it
+    small = ["--kv-type", "f32", "--device", device, "--ctx", "64"]
+    _, want64 = dump(args, args.model, tokens, greedy, ["--kv-type", "f32", "--ctx", "64"], {"BRASA_CPU_ACTIVATIONS": "f32"})
+    p, got = dump(args, args.model, tokens, greedy, small, dict(f32, BRASA_SIMT_UNIFIED="1", BRASA_SIMT_MEMORY_MB="40"))
+    err = float(np.abs(got - want64).max()) / span if got is not None and want64 is not None else 1.0
+    report(p.returncode == 0 and layers_said(p) == n_layer and "weights read in place" in p.stderr and err <= TOLERANCE["f32"]
+           and p.stdout.split() == gpu.stdout.split(),
+           "an integrated GPU smaller than the model reads the weights in place", f"max difference {err:.2e} of the range; "
+           + (p.stderr.strip().splitlines()[-1][-60:] if p.stderr.strip() else ""))
+    p, _ = dump(args, args.model, tokens[:2], 0, small + ["--gpu-layers", "all"], dict(env, BRASA_SIMT_MEMORY_MB="40"))
+    report(p.returncode == 1 and "out of device memory for a weight" in p.stderr,
+           "a discrete GPU of that size cannot hold all the weights", p.stderr.strip().splitlines()[-1][:120])
 
 
 def said(p, key):

@@ -48,8 +48,26 @@ void check_cpu(brasa_status st, const brasa_error &err) {
     }
 }
 
-/* y = w x for n_tok tokens, against quant_dot per output (variant: of the kind n_tok makes) */
-double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bool with_bias, int variant = GK_VARIANT_DEFAULT) {
+/* x as the int8 tiles see it: each token's 32-value blocks rounded to 8 bits with the scale
+ * amax / 127 (the same float operations as the kernel), back as floats */
+std::vector<float> as_q8(const std::vector<float> &x, int64_t stride, int64_t n_in, int64_t n_tok) {
+    std::vector<float> out = x;
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t b = 0; b < n_in; b += 32) {
+            float *v = out.data() + t * stride + b, amax = 0.0f;
+            for (int i = 0; i < 32; i++)
+                amax = std::fabs(v[i]) > amax ? std::fabs(v[i]) : amax;
+            const float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+            for (int i = 0; i < 32; i++)
+                v[i] = d * (float)(int8_t)std::rint(v[i] * inv);
+        }
+    return out;
+}
+
+/* y = w x for n_tok tokens, against quant_dot per output (variant: of the kind n_tok makes; q8_x:
+ * the reference takes x rounded as the int8 tiles round it) */
+double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bool with_bias, int variant = GK_VARIANT_DEFAULT,
+                   bool q8_x = false) {
     uint64_t rb = 0;
     quant_row_bytes(type, n_in, &rb);
     std::vector<uint8_t> w((size_t)rb * (size_t)n_out);
@@ -58,13 +76,14 @@ double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bo
     const int64_t xs = n_in + 3, ys = n_out + 5; /* strides wider than rows */
     std::vector<float> x = random_floats((size_t)(xs * n_tok)), bias = random_floats((size_t)n_out);
     std::vector<float> y((size_t)(ys * n_tok), NAN), got, want;
+    const std::vector<float> x_ref = q8_x ? as_q8(x, xs, n_in, n_tok) : x;
     if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), xs, n_tok, with_bias ? bias.data() : nullptr, y.data(),
                   ys) != 0)
         return INFINITY;
     for (int64_t t = 0; t < n_tok; t++)
         for (int64_t o = 0; o < n_out; o++) {
             double d = 0.0;
-            quant_dot(type, w.data() + (size_t)o * rb, x.data() + t * xs, n_in, &d);
+            quant_dot(type, w.data() + (size_t)o * rb, x_ref.data() + t * xs, n_in, &d);
             want.push_back((float)(d + (with_bias ? bias[o] : 0.0f)));
             got.push_back(y[t * ys + o]);
         }
@@ -243,8 +262,22 @@ std::vector<check> all_checks() {
             c.push_back({ "decode batch of 15 exact " + n + vn, [=] { return decode_exact_case(t, 37, 512, v); }, 0.0 });
         }
         for (int v = 0; v < gk_variants(GK_PREFILL); v++)
-            c.push_back({ "matmul " + n + " 37x256 tokens 70 (" + gk_variant_name(GK_PREFILL, v) + ")",
-                          [=] { return matmul_case(t, 37, 256, 70, true, v); }, 1e-10 });
+            if (gk_variant_supports(GK_PREFILL, v, t) && std::string(gk_variant_name(GK_PREFILL, v)).find("int8") == std::string::npos)
+                c.push_back({ "matmul " + n + " 37x256 tokens 70 (" + gk_variant_name(GK_PREFILL, v) + ")",
+                              [=] { return matmul_case(t, 37, 256, 70, true, v); }, 1e-10 });
+    }
+    /* the int8 tiles: every quantized format, against the double products of the weights with the
+     * activations rounded to 8 bits as the kernel rounds them (so only float rounding differs) */
+    for (uint32_t t : types) {
+        for (int v = 0; v < gk_variants(GK_PREFILL); v++) {
+            if (std::string(gk_variant_name(GK_PREFILL, v)).find("int8") == std::string::npos)
+                continue;
+            const std::string name = std::string("matmul ") + quant_name(t) + " 37x512 tokens 70 (" + gk_variant_name(GK_PREFILL, v) + ")";
+            if (gk_variant_supports(GK_PREFILL, v, t))
+                c.push_back({ name, [=] { return matmul_case(t, 37, 512, 70, true, v, true); }, 1e-10 });
+            else /* float weights have no codes: refused before anything runs */
+                c.push_back({ name + " refused", [=] { return matmul_case(t, 37, 512, 70, true, v) == INFINITY ? 0.0 : 1.0; }, 0.0 });
+        }
     }
     c.push_back({ "rms_norm rows", [] { return rms_norm_case(576, 576, true); }, 1e-10 });
     c.push_back({ "rms_norm heads", [] { return rms_norm_case(512, 64, true); }, 1e-10 });

@@ -1,7 +1,7 @@
 /* logits_dump: runs a prompt through brasa and writes the logits of every position, for the
  * reference forward-pass test; optionally continues greedily. Uses only the public API.
  *
- * Usage: logits_dump MODEL --out FILE --tokens "ID ID ..." [--greedy N] [--threads T] [--batch B]
+ * Usage: logits_dump MODEL --out FILE --tokens "ID ID ..." [--greedy N] [--threads T] [--batch B] [--ctx N]
  *        [--kv-type f16|f32] [--device DEV] [--gpu-layers N|all|auto]
  * Says on stderr where the model ran and what it took from the GPU tuning cache
  * ("gpu layers: N; tuned choices: N; tuning note: ...; backend: ..."). */
@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--greedy") == 0) greedy = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--threads") == 0) cp.n_threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--batch") == 0) cp.n_batch = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--ctx") == 0) cp.n_ctx = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--kv-type") == 0) cp.kv_type = strcmp(argv[i + 1], "f32") == 0 ? BRASA_KV_F32 : BRASA_KV_F16;
         else if (strcmp(argv[i], "--device") == 0) cp.device = argv[i + 1];
         else if (strcmp(argv[i], "--gpu-layers") == 0)
@@ -42,7 +43,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!model_path || !out_path || !tokens_arg) {
-        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B] [--kv-type f16|f32] [--device DEV] [--gpu-layers N|all|auto]\n");
+        fprintf(stderr, "usage: logits_dump MODEL --out FILE --tokens \"ID ...\" [--greedy N] [--threads T] [--batch B] [--ctx N] [--kv-type f16|f32] [--device DEV] [--gpu-layers N|all|auto]\n");
         return 2;
     }
     size_t n = 0, cap = 16;

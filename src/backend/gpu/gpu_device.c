@@ -4,8 +4,10 @@
  *
  * Activations and KV caches live in device buffers the context allocates here. Weights stay where
  * the model mapped them, in host memory and marked constant; the device keeps its own copy of each,
- * uploaded at first use and found again by the host address, so model code is the same on every
- * device. Token ids and positions arrive in host arrays and are staged through a small buffer.
+ * uploaded at first use (or when the context asks, keep) and found again by the host address, so
+ * model code is the same on every device. An integrated GPU instead maps the model file (map_host)
+ * and reads the weights in place. Token ids and positions arrive in host arrays and are staged
+ * through a small buffer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,9 @@ typedef struct gpu_impl {
     size_t n_weights, weights_cap;
     gpu_choice choices[GPU_CHOICES_MAX];
     int n_choices;
+    const char *host_base; /* host memory mapped for reading in place (map_host), or NULL */
+    size_t host_bytes;
+    char *host_dev;        /* its device address */
 } gpu_impl;
 
 struct bk_buffer {
@@ -147,6 +152,11 @@ static brasa_status device_rows(bk_device *dev, const bk_tensor *t, const void *
     if (t->dev || !t->constant)
         return err_set(err, BRASA_ERR_INTERNAL, "%s: a tensor of another device, or host memory not marked constant", gr_vendor());
     const size_t bytes = (size_t)t->ne1 * t->row_bytes;
+    const char *host = t->data;
+    if (g->host_base && host >= g->host_base && bytes <= g->host_bytes && (size_t)(host - g->host_base) <= g->host_bytes - bytes) {
+        *out = g->host_dev + (host - g->host_base); /* read in place */
+        return BRASA_OK;
+    }
     if (g->weights_cap) {
         for (size_t s = hash_slot(t->data, g->weights_cap); g->weights[s].host; s = (s + 1) & (g->weights_cap - 1))
             if (g->weights[s].host == t->data && g->weights[s].bytes >= bytes) {
@@ -352,6 +362,21 @@ static brasa_status gpu_softcap(bk_device *dev, bk_tensor *x, float cap, brasa_e
     return launched(gk_softcap(&g->ex, x->data, floats(x), x->ne1, x->ne0, cap), "softcap", err);
 }
 
+static bool gpu_map_host(bk_device *dev, const void *base, size_t bytes) {
+    gpu_impl *g = impl_of(dev);
+    void *dev_ptr = NULL;
+    if (!g->info.unified || g->host_base || !base || bytes == 0)
+        return false;
+    if (gr_host_register(base, bytes, &dev_ptr) != 0) {
+        gr_last_error(); /* clear the failure: the weights are copied instead */
+        return false;
+    }
+    g->host_base = base;
+    g->host_bytes = bytes;
+    g->host_dev = dev_ptr;
+    return true;
+}
+
 static brasa_status gpu_keep(bk_device *dev, const bk_tensor *t, brasa_error *err) {
     const void *ignored = NULL;
     return device_rows(dev, t, &ignored, err);
@@ -376,6 +401,7 @@ static const bk_device_ops gpu_ops = {
     .attention = gpu_attention,
     .softcap = gpu_softcap,
     .keep = gpu_keep,
+    .map_host = gpu_map_host,
 };
 
 static int module_device_count(char *why, size_t why_size) { return gr_device_count(why, why_size); }
@@ -395,6 +421,8 @@ static void module_device_free(bk_device *dev) {
         if (g->weights[i].host)
             gr_free(g->weights[i].dev);
     free(g->weights);
+    if (g->host_base)
+        gr_host_unregister(g->host_base);
     gr_free(g->stage);
     gr_stream_destroy(g->ex.stream);
     free(g);
@@ -474,7 +502,7 @@ static int module_variant_of(bk_device *dev, int kind, uint32_t type, int64_t n_
 static brasa_status module_set_variant(bk_device *dev, int kind, uint32_t type, int64_t n_out, int64_t n_in, int variant,
                                        brasa_error *err) {
     gpu_impl *g = impl_of(dev);
-    if (variant < 0 || variant >= module_variants(kind) || !gk_supports(type) || n_out <= 0 || n_in <= 0)
+    if (!module_variants(kind) || !gk_variant_supports((gk_kind)kind, variant, type) || n_out <= 0 || n_in <= 0)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: no product variant %d of kind %d for type %u", gr_vendor(), variant,
                        kind, type);
     int i = choice_find(g, kind, type, n_out, n_in);
@@ -499,6 +527,8 @@ static brasa_status module_time_variant(bk_device *dev, const bk_tensor *w, int6
     if (n_tok <= 0 || reps <= 0 || variant < 0 || variant >= gk_variants(gk_kind_of(n_tok)))
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%s: cannot time variant %d with %lld tokens", gr_vendor(), variant,
                        (long long)n_tok);
+    if (!gk_variant_supports(gk_kind_of(n_tok), variant, w->type))
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "%s: variant %d has no kernel for this weight type", gr_vendor(), variant);
     const void *wd = NULL;
     GPU_TRY(device_rows(dev, w, &wd, err));
     /* inputs of zeros: a product's time does not depend on the values */

@@ -52,23 +52,28 @@ template <> __device__ __forceinline__ void gk_load8<QUANT_BF16>(const uint8_t *
         v[i] = p * 8 + i < n_in ? gp_bits_to_float((uint32_t)r[p * 8 + i] << 16) : 0.0f;
 }
 
+/* The quantized formats as integer codes: value i of piece p is s * q[i] + m, q[i] a small signed
+ * integer (at most 8 bits), s and m shared by the piece. The float products dequantize through this
+ * (gk_load8 below); the int8 products multiply the codes as integers. */
+template <int T> __device__ void gk_load8q(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m);
+
 /* Legacy formats: one 32-value block per four pieces; values 0..15 are low nibbles, 16..31 high. */
-template <> __device__ __forceinline__ void gk_load8<QUANT_Q4_0>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
-    (void)n_in;
+template <> __device__ __forceinline__ void gk_load8q<QUANT_Q4_0>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
     const uint8_t *b = row + (p >> 2) * 18, *qs = b + 2;
-    const float d = gk_half(b);
     const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    *s = gk_half(b);
+    *m = 0.0f;
     for (int i = 0; i < 8; i++)
-        v[i] = d * (float)(((qs[base + i] >> shift) & 15) - 8);
+        q[i] = (int8_t)(((qs[base + i] >> shift) & 15) - 8);
 }
 
-template <> __device__ __forceinline__ void gk_load8<QUANT_Q4_1>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
-    (void)n_in;
+template <> __device__ __forceinline__ void gk_load8q<QUANT_Q4_1>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
     const uint8_t *b = row + (p >> 2) * 20, *qs = b + 4;
-    const float d = gk_half(b), m = gk_half(b + 2);
     const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    *s = gk_half(b);
+    *m = gk_half(b + 2);
     for (int i = 0; i < 8; i++)
-        v[i] = d * (float)((qs[base + i] >> shift) & 15) + m;
+        q[i] = (int8_t)((qs[base + i] >> shift) & 15);
 }
 
 static __device__ __forceinline__ uint32_t gk_u32(const uint8_t *q) {
@@ -76,76 +81,97 @@ static __device__ __forceinline__ uint32_t gk_u32(const uint8_t *q) {
 }
 
 /* Q5: value j's fifth bit is bit j of the 32-bit qh */
-template <> __device__ __forceinline__ void gk_load8<QUANT_Q5_0>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
-    (void)n_in;
+template <> __device__ __forceinline__ void gk_load8q<QUANT_Q5_0>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
     const uint8_t *b = row + (p >> 2) * 22, *qs = b + 6;
-    const float d = gk_half(b);
     const uint32_t qh = gk_u32(b + 2);
     const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    *s = gk_half(b);
+    *m = 0.0f;
     for (int i = 0; i < 8; i++)
-        v[i] = d * (float)((int)(((qs[base + i] >> shift) & 15) | ((qh >> (j0 + i)) & 1) << 4) - 16);
+        q[i] = (int8_t)((int)(((qs[base + i] >> shift) & 15) | ((qh >> (j0 + i)) & 1) << 4) - 16);
 }
 
-template <> __device__ __forceinline__ void gk_load8<QUANT_Q5_1>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
-    (void)n_in;
+template <> __device__ __forceinline__ void gk_load8q<QUANT_Q5_1>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
     const uint8_t *b = row + (p >> 2) * 24, *qs = b + 8;
-    const float d = gk_half(b), m = gk_half(b + 2);
     const uint32_t qh = gk_u32(b + 4);
     const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    *s = gk_half(b);
+    *m = gk_half(b + 2);
     for (int i = 0; i < 8; i++)
-        v[i] = d * (float)(((qs[base + i] >> shift) & 15) | ((qh >> (j0 + i)) & 1) << 4) + m;
+        q[i] = (int8_t)(((qs[base + i] >> shift) & 15) | ((qh >> (j0 + i)) & 1) << 4);
 }
 
-template <> __device__ __forceinline__ void gk_load8<QUANT_Q8_0>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
-    (void)n_in;
+template <> __device__ __forceinline__ void gk_load8q<QUANT_Q8_0>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
     const uint8_t *b = row + (p >> 2) * 34;
     const int8_t *qs = (const int8_t *)(b + 2) + (p & 3) * 8;
-    const float d = gk_half(b);
+    *s = gk_half(b);
+    *m = 0.0f;
     for (int i = 0; i < 8; i++)
-        v[i] = d * (float)qs[i];
+        q[i] = qs[i];
 }
 
 /* K-quants: 256-value super-blocks of eight 32-value sub-blocks; piece p lies in sub-block
- * (p / 4) mod 8. Q4_K/Q5_K: sub-blocks 2k and 2k+1 share 32 bytes of codes, low then high nibbles. */
-template <> __device__ __forceinline__ void gk_load8<QUANT_Q4_K>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
-    (void)n_in;
+ * (p / 4) mod 8. Q4_K/Q5_K: sub-blocks 2k and 2k+1 share 32 bytes of codes, low then high nibbles;
+ * each sub-block's value is d * scale * q - dmin * min. */
+template <> __device__ __forceinline__ void gk_load8q<QUANT_Q4_K>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
     const uint8_t *b = row + (p >> 5) * 144;
     const int sub = (int)(p >> 2) & 7, l0 = (int)(p & 3) * 8, shift = (sub & 1) * 4;
     float sc, mn;
     gk_k_scale_min(sub, b + 4, &sc, &mn);
-    const float d = gk_half(b) * sc, m = gk_half(b + 2) * mn;
+    *s = gk_half(b) * sc;
+    *m = -(gk_half(b + 2) * mn);
     const uint8_t *qs = b + 16 + 32 * (sub >> 1) + l0;
     for (int i = 0; i < 8; i++)
-        v[i] = d * (float)((qs[i] >> shift) & 15) - m;
+        q[i] = (int8_t)((qs[i] >> shift) & 15);
 }
 
-template <> __device__ __forceinline__ void gk_load8<QUANT_Q5_K>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
-    (void)n_in;
+template <> __device__ __forceinline__ void gk_load8q<QUANT_Q5_K>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
     const uint8_t *b = row + (p >> 5) * 176;
     const int sub = (int)(p >> 2) & 7, l0 = (int)(p & 3) * 8, shift = (sub & 1) * 4;
     float sc, mn;
     gk_k_scale_min(sub, b + 4, &sc, &mn);
-    const float d = gk_half(b) * sc, m = gk_half(b + 2) * mn;
+    *s = gk_half(b) * sc;
+    *m = -(gk_half(b + 2) * mn);
     const uint8_t *qh = b + 16 + l0, *qs = b + 48 + 32 * (sub >> 1) + l0;
     for (int i = 0; i < 8; i++)
-        v[i] = d * (float)(((qs[i] >> shift) & 15) | ((qh[i] >> sub) & 1) << 4) - m;
+        q[i] = (int8_t)(((qs[i] >> shift) & 15) | ((qh[i] >> sub) & 1) << 4);
 }
 
 /* Q6_K: two halves of 128 values; in a half, 32-value group k takes its low nibbles from ql
  * (bytes 0..31 for k = 0, 2; 32..63 for k = 1, 3; low nibble for k < 2) and its two high bits
- * from bits 2k of qh; a scale per 16 values. */
-template <> __device__ __forceinline__ void gk_load8<QUANT_Q6_K>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) {
-    (void)n_in;
+ * from bits 2k of qh; a scale per 16 values (a piece lies within one). */
+template <> __device__ __forceinline__ void gk_load8q<QUANT_Q6_K>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
     const uint8_t *b = row + (p >> 5) * 210;
     const int sub = (int)(p >> 2) & 7, half = sub >> 2, k = sub & 3, l0 = (int)(p & 3) * 8;
     const uint8_t *ql = b + 64 * half + 32 * (k & 1) + l0, *qh = b + 128 + 32 * half + l0;
     const int8_t *sc = (const int8_t *)(b + 192) + 8 * half;
-    const int scale_index = (l0 >> 4) + 2 * k; /* a scale per 16 values */
-    const float d = gk_half(b + 208) * (float)sc[scale_index];
+    const int scale_index = (l0 >> 4) + 2 * k;
     const int shift = (k >> 1) * 4;
+    *s = gk_half(b + 208) * (float)sc[scale_index];
+    *m = 0.0f;
     for (int i = 0; i < 8; i++)
-        v[i] = d * (float)((int)(((ql[i] >> shift) & 15) | ((qh[i] >> (2 * k)) & 3) << 4) - 32);
+        q[i] = (int8_t)((int)(((ql[i] >> shift) & 15) | ((qh[i] >> (2 * k)) & 3) << 4) - 32);
 }
+
+/* A quantized piece as floats: s * q + m. */
+#define GK_LOAD8_FROM_CODES(T)                                                                                   \
+    template <> __device__ __forceinline__ void gk_load8<T>(const uint8_t *row, int64_t p, int64_t n_in, float v[8]) { \
+        (void)n_in;                                                                                               \
+        int8_t q[8];                                                                                              \
+        float s, m;                                                                                               \
+        gk_load8q<T>(row, p, q, &s, &m);                                                                          \
+        for (int i = 0; i < 8; i++)                                                                               \
+            v[i] = s * (float)q[i] + m;                                                                           \
+    }
+GK_LOAD8_FROM_CODES(QUANT_Q4_0)
+GK_LOAD8_FROM_CODES(QUANT_Q4_1)
+GK_LOAD8_FROM_CODES(QUANT_Q5_0)
+GK_LOAD8_FROM_CODES(QUANT_Q5_1)
+GK_LOAD8_FROM_CODES(QUANT_Q8_0)
+GK_LOAD8_FROM_CODES(QUANT_Q4_K)
+GK_LOAD8_FROM_CODES(QUANT_Q5_K)
+GK_LOAD8_FROM_CODES(QUANT_Q6_K)
+#undef GK_LOAD8_FROM_CODES
 
 /* ---- products ---- */
 
@@ -242,6 +268,106 @@ __global__ void gk_matmul_tile_kernel(const uint8_t *w, size_t w_row_bytes, int6
         }
 }
 
+/* Whether a format has integer codes (gk_load8q): every quantized one, not the float ones. */
+template <int T> struct gk_codes { static const bool value = true; };
+template <> struct gk_codes<QUANT_F32> { static const bool value = false; };
+template <> struct gk_codes<QUANT_F16> { static const bool value = false; };
+template <> struct gk_codes<QUANT_BF16> { static const bool value = false; };
+
+/* The int8 prefill tile: 64 x 64 outputs per block of 256 threads as gk_matmul_tile_kernel, but
+ * with weights as integer codes (a scale and a minimum per piece of eight) and each token's 32
+ * values of a step quantized to 8 bits with one scale (round to nearest, as the CPU's 8-bit
+ * activations), so that a piece's product is two four-byte integer dot products (gp_dot4):
+ * sum w x = xd * (s * sum q xq + m * sum xq). Rows are whole 32-value blocks (every quantized
+ * format's), so a step never runs past a row. */
+template <int T>
+__global__ void gk_matmul_q8_tile_kernel(const uint8_t *w, size_t w_row_bytes, int64_t n_out, int64_t n_in, const float *x,
+                                         int64_t x_stride, int64_t n_tok, const float *bias, float *y, int64_t y_stride) {
+    __shared__ int wq[64][GK_TILE_K / 4 + 1]; /* a row's 32 codes of the step as 8 words (+1 against bank conflicts) */
+    __shared__ float ws[64][4], wm[64][4];  /* scale and minimum of each piece */
+    __shared__ int xq[64][GK_TILE_K / 4 + 1];
+    __shared__ int xsum[64][4];             /* sum of each piece's 8 codes */
+    __shared__ float xd[64];                /* each token's scale for the step */
+    const int64_t row_tiles = (n_out + 63) / 64;
+    const int64_t row0 = (int64_t)(blockIdx.x % row_tiles) * 64, tok0 = (int64_t)(blockIdx.x / row_tiles) * 64;
+    const int tid = (int)threadIdx.x, tx = tid % 16, ty = tid / 16;
+    const int load_row = tid / 4, load_part = tid % 4; /* 256 threads: 64 rows (or tokens) x 4 pieces */
+    float acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0f;
+    for (int64_t k0 = 0; k0 < n_in; k0 += GK_TILE_K) {
+        int8_t q[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+        float s = 0.0f, m = 0.0f;
+        const int64_t r = row0 + load_row, t = tok0 + load_row;
+        if (r < n_out)
+            gk_load8q<T>(w + (size_t)r * w_row_bytes, k0 / 8 + load_part, q, &s, &m);
+        ws[load_row][load_part] = s;
+        wm[load_row][load_part] = m;
+        float xv[8], amax = 0.0f;
+        for (int i = 0; i < 8; i++) {
+            xv[i] = t < n_tok ? x[t * x_stride + k0 + load_part * 8 + i] : 0.0f;
+            amax = fabsf(xv[i]) > amax ? fabsf(xv[i]) : amax;
+        }
+        /* the token's four pieces are lanes tid ^ 1, tid ^ 2 of one warp */
+        float other = gp_shfl_xor(amax, 1);
+        amax = other > amax ? other : amax;
+        other = gp_shfl_xor(amax, 2);
+        amax = other > amax ? other : amax;
+        const float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        int8_t xc[8];
+        int sum = 0;
+        for (int i = 0; i < 8; i++) {
+            xc[i] = (int8_t)rintf(xv[i] * inv);
+            sum += xc[i];
+        }
+        for (int h = 0; h < 2; h++) {
+            wq[load_row][load_part * 2 + h] = (int)((uint32_t)(uint8_t)q[4 * h] | (uint32_t)(uint8_t)q[4 * h + 1] << 8 |
+                                                   (uint32_t)(uint8_t)q[4 * h + 2] << 16 | (uint32_t)(uint8_t)q[4 * h + 3] << 24);
+            xq[load_row][load_part * 2 + h] = (int)((uint32_t)(uint8_t)xc[4 * h] | (uint32_t)(uint8_t)xc[4 * h + 1] << 8 |
+                                                    (uint32_t)(uint8_t)xc[4 * h + 2] << 16 | (uint32_t)(uint8_t)xc[4 * h + 3] << 24);
+        }
+        xsum[load_row][load_part] = sum;
+        if (load_part == 0)
+            xd[load_row] = d;
+        __syncthreads();
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 4; i++) {
+                const int rr = tx + 16 * i, w0 = wq[rr][2 * k], w1 = wq[rr][2 * k + 1];
+                const float sr = ws[rr][k], mr = wm[rr][k];
+                for (int j = 0; j < 4; j++) {
+                    const int tt = ty + 16 * j;
+                    const int dot = gp_dot4(w1, xq[tt][2 * k + 1], gp_dot4(w0, xq[tt][2 * k], 0));
+                    acc[i][j] += xd[tt] * (sr * (float)dot + mr * (float)xsum[tt][k]);
+                }
+            }
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            const int64_t rr = row0 + tx + 16 * i, tt = tok0 + ty + 16 * j;
+            if (rr < n_out && tt < n_tok)
+                y[tt * y_stride + rr] = acc[i][j] + (bias ? bias[rr] : 0.0f);
+        }
+}
+
+/* Launches the int8 tile where the format has codes; -1 for the float formats. */
+template <int T, bool CODES = gk_codes<T>::value> struct gk_int8_tiles {
+    static int launch(gp_stream, const uint8_t *, size_t, int64_t, int64_t, const float *, int64_t, int64_t, const float *, float *,
+                      int64_t) {
+        return -1;
+    }
+};
+template <int T> struct gk_int8_tiles<T, true> {
+    static int launch(gp_stream s, const uint8_t *w, size_t w_row_bytes, int64_t n_out, int64_t n_in, const float *x,
+                      int64_t x_stride, int64_t n_tok, const float *bias, float *y, int64_t y_stride) {
+        const int64_t tiles = ((n_out + 63) / 64) * ((n_tok + 63) / 64);
+        GP_LAUNCH(gk_matmul_q8_tile_kernel<T>, dim3((unsigned)tiles), dim3(256), 0, s, w, w_row_bytes, n_out, n_in, x, x_stride,
+                  n_tok, bias, y, y_stride);
+        return 0;
+    }
+};
+
 /* One block per looked-up row. */
 template <int T>
 __global__ void gk_get_rows_kernel(const uint8_t *table, size_t row_bytes, int64_t ne0, const int32_t *ids, float *y,
@@ -262,7 +388,8 @@ __global__ void gk_get_rows_kernel(const uint8_t *table, size_t row_bytes, int64
 /* The variants: decode as (rows per warp, warps per block), prefill as the tile size. */
 static const int gk_decode_rows[] = { 1, 1, 1, 2, 2, 2, 4, 4, 4 };
 static const int gk_decode_warps[] = { 2, 4, 8, 2, 4, 8, 2, 4, 8 };
-static const int gk_prefill_tile[] = { 64, 32 };
+static const int gk_prefill_tile[] = { 64, 32, 64 };
+static const bool gk_prefill_int8[] = { false, false, true };
 #define GK_DECODE_VARIANTS ((int)(sizeof gk_decode_rows / sizeof gk_decode_rows[0]))
 #define GK_PREFILL_VARIANTS ((int)(sizeof gk_prefill_tile / sizeof gk_prefill_tile[0]))
 
@@ -272,10 +399,17 @@ extern "C" const char *gk_variant_name(gk_kind kind, int v) {
     static const char *decode[] = { "1 row/warp, 2 warps/block", "1 row/warp, 4 warps/block", "1 row/warp, 8 warps/block",
                                     "2 rows/warp, 2 warps/block", "2 rows/warp, 4 warps/block", "2 rows/warp, 8 warps/block",
                                     "4 rows/warp, 2 warps/block", "4 rows/warp, 4 warps/block", "4 rows/warp, 8 warps/block" };
-    static const char *prefill[] = { "64x64 tiles", "32x32 tiles" };
+    static const char *prefill[] = { "64x64 tiles", "32x32 tiles", "64x64 int8 tiles" };
     if (v < 0 || v >= gk_variants(kind))
         return "?";
     return kind == GK_DECODE ? decode[v] : prefill[v];
+}
+
+extern "C" int gk_variant_supports(gk_kind kind, int variant, uint32_t type) {
+    if (variant < 0 || variant >= gk_variants(kind) || !gk_supports(type))
+        return 0;
+    const bool float_type = type == QUANT_F32 || type == QUANT_F16 || type == QUANT_BF16;
+    return !(kind == GK_PREFILL && gk_prefill_int8[variant] && float_type);
 }
 
 extern "C" gk_kind gk_kind_of(int64_t n_tok) { return n_tok <= GK_DECODE_TOKENS_MAX ? GK_DECODE : GK_PREFILL; }
@@ -321,6 +455,8 @@ template <int T> static int gk_matmul_typed(const gk_exec *ex, int variant, cons
             gk_matvec_launch<T, 2>(ex, warps, wb, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride);
         else
             gk_matvec_launch<T, 4>(ex, warps, wb, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride);
+    } else if (gk_prefill_int8[v]) {
+        return gk_int8_tiles<T>::launch(s, wb, w_row_bytes, n_out, n_in, x, x_stride, n_tok, bias, y, y_stride);
     } else if (gk_prefill_tile[v] == 64) {
         const int64_t tiles = ((n_out + 63) / 64) * ((n_tok + 63) / 64);
         GP_LAUNCH((gk_matmul_tile_kernel<T, 64>), dim3((unsigned)tiles), dim3(64 * 64 / 16), 0, s, wb, w_row_bytes, n_out, n_in,

@@ -34,12 +34,16 @@ typedef struct gk_exec {
 int gk_supports(uint32_t type);
 
 /* The products come in variants, all computing the same sums: for decode, lanes per row (a row per
- * warp, or two or four rows sharing one) and warps per block; for prefill, the tile size. A variant
+ * warp, or two or four rows sharing one) and warps per block; for prefill, the tile size, and
+ * float or int8 arithmetic (the quantized formats' codes against activations quantized to 8 bits
+ * per 32 values, with integer dot products; not for float weights). A variant
  * is a number from 0 to gk_variants(kind) - 1 for its kind; GK_VARIANT_DEFAULT lets a rule pick one
  * from the shape with no measuring. */
 typedef enum gk_kind { GK_DECODE, GK_PREFILL } gk_kind;
 #define GK_VARIANT_DEFAULT (-1)
 int gk_variants(gk_kind kind);
+/* Whether a variant has a kernel for weights of this type. */
+int gk_variant_supports(gk_kind kind, int variant, uint32_t type);
 /* A short name for a variant ("4 rows/warp, 8 warps/block", "32x32 tiles"); "?" for none. */
 const char *gk_variant_name(gk_kind kind, int variant);
 /* The variant the rule picks for a shape on a warp of `warp` lanes. */

@@ -54,7 +54,8 @@ typedef struct bk_gpu_module {
     brasa_status (*set_variant)(bk_device *dev, int kind, uint32_t type, int64_t n_out, int64_t n_in, int variant,
                                 brasa_error *err);
     /* Seconds one product of weights w (a constant host tensor) with n_tok tokens takes in variant
-     * `variant` of its kind: the mean of reps runs after a warm-up. */
+     * `variant` of its kind: the mean of reps runs after a warm-up. BRASA_ERR_UNSUPPORTED for a
+     * variant without a kernel for w's type (int8 tiles of float weights). */
     brasa_status (*time_variant)(bk_device *dev, const bk_tensor *w, int64_t n_tok, int variant, int reps, double *seconds,
                                  brasa_error *err);
 } bk_gpu_module;

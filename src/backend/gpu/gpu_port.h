@@ -74,6 +74,25 @@ static __device__ __forceinline__ float gp_bits_to_float(uint32_t u) { return __
 #error "gpu_port.h is for nvcc, hipcc or the BK_GPU_SIMT test build"
 #endif
 
+/* c + the sum of the products of the four signed bytes of a and of b: one instruction where the
+ * chip has it (dp4a on NVIDIA since sm_61; sdot4 on CDNA and RDNA2, sudot4 on RDNA3/4). */
+static __device__ __forceinline__ int gp_dot4(int a, int b, int c) {
+#if defined(__CUDA_ARCH__)
+    return __dp4a(a, b, c);
+#elif defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || \
+    defined(__gfx942__) || defined(__gfx1030__) || defined(__gfx1031__) || defined(__gfx1032__) || defined(__gfx1034__) ||   \
+    defined(__gfx1035__) || defined(__gfx1036__)
+    return __builtin_amdgcn_sdot4(a, b, c, false);
+#elif defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || defined(__gfx1103__) || defined(__gfx1150__) || \
+    defined(__gfx1151__) || defined(__gfx1152__) || defined(__gfx1200__) || defined(__gfx1201__)
+    return __builtin_amdgcn_sudot4(true, a, true, b, c, false);
+#else
+    for (int i = 0; i < 32; i += 8)
+        c += (int)(int8_t)(a >> i) * (int)(int8_t)(b >> i);
+    return c;
+#endif
+}
+
 /* Sum and maximum over the lanes of a warp; every lane gets the result. */
 static __device__ __forceinline__ float gp_warp_sum(float v) {
     for (int m = warpSize / 2; m > 0; m >>= 1)

@@ -23,6 +23,10 @@ int gr_copy_to_device(void *dst, const void *src, size_t bytes, void *stream);
 int gr_copy_to_host(void *dst, const void *src, size_t bytes, void *stream); /* returns when the bytes are there */
 int gr_copy_on_device(void *dst, const void *src, size_t bytes, void *stream);
 int gr_memset(void *dst, int value, size_t bytes, void *stream);
+/* Maps host memory (read-only allowed: a mapped file) into the device's address space, for an
+ * integrated GPU to read in place; *dev_ptr is its device address. */
+int gr_host_register(const void *host, size_t bytes, void **dev_ptr);
+int gr_host_unregister(const void *host);
 int gr_sync(void *stream);
 int gr_last_error(void); /* a failed kernel launch, reported once */
 const char *gr_error_string(int code);

@@ -1,5 +1,6 @@
 /* gpu_runtime_cuda.c: gpu_runtime.h on the CUDA runtime (linked statically into brasa-cuda, so
  * the module needs only the NVIDIA driver on the machine). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +79,19 @@ int gr_copy_on_device(void *dst, const void *src, size_t bytes, void *stream) {
 int gr_memset(void *dst, int value, size_t bytes, void *stream) {
     return (int)cudaMemsetAsync(dst, value, bytes, (cudaStream_t)stream);
 }
+
+int gr_host_register(const void *host, size_t bytes, void **dev_ptr) {
+    void *p = (void *)(uintptr_t)host; /* the runtime takes a non-const pointer; read-only is the flag */
+    cudaError_t rc = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
+    if (rc == cudaSuccess) {
+        rc = cudaHostGetDevicePointer(dev_ptr, p, 0);
+        if (rc != cudaSuccess)
+            cudaHostUnregister(p);
+    }
+    return (int)rc;
+}
+
+int gr_host_unregister(const void *host) { return (int)cudaHostUnregister((void *)(uintptr_t)host); }
 
 int gr_sync(void *stream) { return (int)cudaStreamSynchronize((cudaStream_t)stream); }
 int gr_last_error(void) { return (int)cudaGetLastError(); }

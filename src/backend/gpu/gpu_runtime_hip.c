@@ -1,4 +1,5 @@
 /* gpu_runtime_hip.c: gpu_runtime.h on the HIP runtime of ROCm (libamdhip64), native on AMD GPUs. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +79,25 @@ int gr_copy_on_device(void *dst, const void *src, size_t bytes, void *stream) {
 int gr_memset(void *dst, int value, size_t bytes, void *stream) {
     return (int)hipMemsetAsync(dst, value, bytes, (hipStream_t)stream);
 }
+
+/* Newer ROCm maps read-only memory (a mapped model file) with this flag; without it registering
+ * such memory fails and the weights are copied instead. */
+#ifndef hipHostRegisterReadOnly
+#define hipHostRegisterReadOnly 0
+#endif
+
+int gr_host_register(const void *host, size_t bytes, void **dev_ptr) {
+    void *p = (void *)(uintptr_t)host; /* the runtime takes a non-const pointer; read-only is the flag */
+    hipError_t rc = hipHostRegister(p, bytes, hipHostRegisterMapped | hipHostRegisterReadOnly);
+    if (rc == hipSuccess) {
+        rc = hipHostGetDevicePointer(dev_ptr, p, 0);
+        if (rc != hipSuccess)
+            hipHostUnregister(p);
+    }
+    return (int)rc;
+}
+
+int gr_host_unregister(const void *host) { return (int)hipHostUnregister((void *)(uintptr_t)host); }
 
 int gr_sync(void *stream) { return (int)hipStreamSynchronize((hipStream_t)stream); }
 int gr_last_error(void) { return (int)hipGetLastError(); }

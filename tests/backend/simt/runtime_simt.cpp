@@ -2,7 +2,8 @@
  * memory and kernels run on the fiber executor, so the whole GPU device (module loading, weight
  * copies, staging, every op) runs through the engine on a machine without a GPU. The environment
  * shapes the pretend device: BRASA_SIMT_WARP (32 or 64 lanes), BRASA_SIMT_DEVICES=0 (none
- * present), BRASA_SIMT_MEMORY_MB (a memory size, to provoke out-of-memory). */
+ * present), BRASA_SIMT_MEMORY_MB (a memory size, to provoke out-of-memory), BRASA_SIMT_UNIFIED=1
+ * (an integrated GPU sharing the host's memory). */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,12 @@ size_t used = 0;
 size_t limit() {
     const char *v = std::getenv("BRASA_SIMT_MEMORY_MB");
     return v && *v ? (size_t)std::strtoull(v, nullptr, 10) << 20 : (size_t)64 << 30;
+}
+
+/* BRASA_SIMT_UNIFIED=1: an integrated GPU (weights read in place), else a discrete one */
+int unified_env() {
+    const char *v = std::getenv("BRASA_SIMT_UNIFIED");
+    return v && std::strcmp(v, "1") == 0 ? 1 : 0;
 }
 
 int warp_env() {
@@ -49,7 +56,7 @@ int gr_device_info(int index, bk_gpu_info *info) {
     std::snprintf(info->name, sizeof info->name, "CPU fiber executor (%d-lane warps)", warp_env());
     std::snprintf(info->arch, sizeof info->arch, "simt%d", warp_env());
     info->warp = warp_env();
-    info->unified = 1;
+    info->unified = unified_env();
     info->total_bytes = limit();
     info->free_bytes = limit() - used;
     return 0;
@@ -118,6 +125,14 @@ int gr_memset(void *dst, int value, size_t bytes, void *) {
     std::memset(dst, value, bytes);
     return 0;
 }
+
+/* The executor's device memory is host memory: a host range is its own device address. */
+int gr_host_register(const void *host, size_t, void **dev_ptr) {
+    *dev_ptr = const_cast<void *>(host);
+    return 0;
+}
+
+int gr_host_unregister(const void *) { return 0; }
 
 int gr_sync(void *) { return 0; }
 int gr_last_error(void) { return 0; }
