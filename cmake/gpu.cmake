@@ -89,6 +89,10 @@ if(BRASA_CUDA)
   endif()
   brasa_gpu_module(brasa-cuda RUNTIME ${PROJECT_SOURCE_DIR}/src/backend/gpu/gpu_runtime_cuda.c KERNELS ${obj}
     TARGETS_BUILT "${built}" INCLUDES ${cuda_root}/include LIBS ${cuda_libs})
+  # for the kernel test on a real device (tests/CMakeLists.txt)
+  set(BRASA_CUDA_KERNELS_OBJ ${obj})
+  set(BRASA_CUDA_INCLUDE ${cuda_root}/include)
+  set(BRASA_CUDA_LIBS ${cuda_libs})
   message(STATUS "brasa: CUDA module for ${built}")
 endif()
 
@@ -126,5 +130,6 @@ if(BRASA_HIP)
   string(REPLACE ";" " " built "${hip_targets}")
   brasa_gpu_module(brasa-hip RUNTIME ${PROJECT_SOURCE_DIR}/src/backend/gpu/gpu_runtime_hip.c KERNELS ${obj}
     TARGETS_BUILT "${built}" DEFINES __HIP_PLATFORM_AMD__ INCLUDES ${BRASA_HIP_INCLUDE} LIBS ${BRASA_AMDHIP64})
+  set(BRASA_HIP_KERNELS_OBJ ${obj})
   message(STATUS "brasa: HIP module for ${built}")
 endif()

@@ -1,6 +1,7 @@
-/* test_gpu_kernels: every GPU kernel against the CPU reference on the same inputs, with no GPU:
- * the kernel source runs on the tests' fiber executor (simt.h), once with 32-lane and once with
- * 64-lane warps, so a kernel that silently assumes one width fails here. One table, one entry per
+/* test_gpu_kernels: every GPU kernel against the CPU reference on the same inputs. Built twice: on
+ * the tests' fiber executor (no GPU; once with 32-lane and once with 64-lane warps, so a kernel
+ * that silently assumes one width fails here), and with each real GPU module's kernels, where it
+ * runs on device 0 or is skipped (exit 77) without one (kernel_env.h). One table, one entry per
  * operation and case; the error is the normalized mean squared error against the reference (the
  * CPU device, or for products the scalar double-precision dot of quant.h). Speed is not measured. */
 #include <cmath>
@@ -16,9 +17,28 @@ extern "C" {
 #include "test_data.h"
 }
 #include "backend/gpu/gpu_kernels.h"
-#include "simt.h"
+#include "kernel_env.h"
 
 namespace {
+
+/* Buffers the kernels reach: the environment's memory (managed memory on a GPU). */
+template <typename T> struct ke_allocator {
+    using value_type = T;
+    ke_allocator() = default;
+    template <typename U> ke_allocator(const ke_allocator<U> &) {}
+    T *allocate(size_t n) {
+        void *p = ke_alloc(n * sizeof(T));
+        if (!p) {
+            std::printf("FAIL out of memory for a test buffer\n");
+            std::exit(1);
+        }
+        return static_cast<T *>(p);
+    }
+    void deallocate(T *p, size_t) { ke_free(p); }
+};
+template <typename T, typename U> bool operator==(const ke_allocator<T> &, const ke_allocator<U> &) { return true; }
+template <typename T, typename U> bool operator!=(const ke_allocator<T> &, const ke_allocator<U> &) { return false; }
+template <typename T> using dvec = std::vector<T, ke_allocator<T>>;
 
 bk_device *cpu = nullptr;
 gk_exec ex = { nullptr, 32 };
@@ -34,8 +54,8 @@ double nmse(const float *got, const float *want, size_t n) {
     return den > 0 ? num / den : num;
 }
 
-std::vector<float> random_floats(size_t n, float scale = 1.0f) {
-    std::vector<float> v(n);
+dvec<float> random_floats(size_t n, float scale = 1.0f) {
+    dvec<float> v(n);
     for (auto &x : v)
         x = rnd_unit() * scale;
     return v;
@@ -50,8 +70,8 @@ void check_cpu(brasa_status st, const brasa_error &err) {
 
 /* x as the int8 tiles see it: each token's 32-value blocks rounded to 8 bits with the scale
  * amax / 127 (the same float operations as the kernel), back as floats */
-std::vector<float> as_q8(const std::vector<float> &x, int64_t stride, int64_t n_in, int64_t n_tok) {
-    std::vector<float> out = x;
+dvec<float> as_q8(const dvec<float> &x, int64_t stride, int64_t n_in, int64_t n_tok) {
+    dvec<float> out = x;
     for (int64_t t = 0; t < n_tok; t++)
         for (int64_t b = 0; b < n_in; b += 32) {
             float *v = out.data() + t * stride + b, amax = 0.0f;
@@ -70,15 +90,18 @@ double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bo
                    bool q8_x = false) {
     uint64_t rb = 0;
     quant_row_bytes(type, n_in, &rb);
-    std::vector<uint8_t> w((size_t)rb * (size_t)n_out);
+    dvec<uint8_t> w((size_t)rb * (size_t)n_out);
     for (int64_t o = 0; o < n_out; o++)
         fill_row(type, w.data() + (size_t)o * rb, n_in);
     const int64_t xs = n_in + 3, ys = n_out + 5; /* strides wider than rows */
-    std::vector<float> x = random_floats((size_t)(xs * n_tok)), bias = random_floats((size_t)n_out);
-    std::vector<float> y((size_t)(ys * n_tok), NAN), got, want;
-    const std::vector<float> x_ref = q8_x ? as_q8(x, xs, n_in, n_tok) : x;
+    dvec<float> x = random_floats((size_t)(xs * n_tok)), bias = random_floats((size_t)n_out);
+    dvec<float> y((size_t)(ys * n_tok), NAN);
+    std::vector<float> got, want;
+    const dvec<float> x_ref = q8_x ? as_q8(x, xs, n_in, n_tok) : x;
     if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), xs, n_tok, with_bias ? bias.data() : nullptr, y.data(),
                   ys) != 0)
+        return INFINITY;
+    if (ke_sync() != 0)
         return INFINITY;
     for (int64_t t = 0; t < n_tok; t++)
         for (int64_t o = 0; o < n_out; o++) {
@@ -95,16 +118,20 @@ double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bo
 double decode_exact_case(uint32_t type, int64_t n_out, int64_t n_in, int variant) {
     uint64_t rb = 0;
     quant_row_bytes(type, n_in, &rb);
-    std::vector<uint8_t> w((size_t)rb * (size_t)n_out);
+    dvec<uint8_t> w((size_t)rb * (size_t)n_out);
     for (int64_t o = 0; o < n_out; o++)
         fill_row(type, w.data() + (size_t)o * rb, n_in);
     const int64_t n_tok = GK_DECODE_TOKENS_MAX;
-    std::vector<float> x = random_floats((size_t)(n_in * n_tok)), batch((size_t)(n_out * n_tok)), alone((size_t)n_out);
+    dvec<float> x = random_floats((size_t)(n_in * n_tok)), batch((size_t)(n_out * n_tok)), alone((size_t)n_out);
     if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), n_in, n_tok, nullptr, batch.data(), n_out) != 0)
+        return INFINITY;
+    if (ke_sync() != 0)
         return INFINITY;
     double differ = 0;
     for (int64_t t = 0; t < n_tok; t++) {
         if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data() + t * n_in, n_in, 1, nullptr, alone.data(), n_out) != 0)
+            return INFINITY;
+        if (ke_sync() != 0)
             return INFINITY;
         for (int64_t o = 0; o < n_out; o++)
             differ += std::memcmp(&alone[(size_t)o], &batch[(size_t)(t * n_out + o)], sizeof(float)) != 0;
@@ -116,12 +143,14 @@ double get_rows_case(uint32_t type, int64_t ne0) {
     const int64_t n_rows = 9;
     uint64_t rb = 0;
     quant_row_bytes(type, ne0, &rb);
-    std::vector<uint8_t> table((size_t)rb * n_rows);
+    dvec<uint8_t> table((size_t)rb * n_rows);
     for (int64_t r = 0; r < n_rows; r++)
         fill_row(type, table.data() + (size_t)r * rb, ne0);
-    const std::vector<int32_t> ids = { 5, 0, 8, 5 };
-    std::vector<float> y(ids.size() * (size_t)ne0), want(y.size());
+    const dvec<int32_t> ids = { 5, 0, 8, 5 };
+    dvec<float> y(ids.size() * (size_t)ne0), want(y.size());
     if (gk_get_rows(&ex, type, table.data(), rb, ne0, ids.data(), (int64_t)ids.size(), y.data(), ne0) != 0)
+        return INFINITY;
+    if (ke_sync() != 0)
         return INFINITY;
     for (size_t i = 0; i < ids.size(); i++)
         quant_dequantize(type, table.data() + (size_t)ids[i] * rb, want.data() + i * (size_t)ne0, ne0);
@@ -132,11 +161,13 @@ bk_tensor host(int64_t ne0, int64_t ne1, float *data) { return bk_view(nullptr, 
 
 double rms_norm_case(int64_t ne0, int64_t group, bool weighted) {
     const int64_t rows = 5;
-    std::vector<float> x = random_floats((size_t)(rows * ne0), 3.0f), w = random_floats((size_t)group), y(x.size()), want(x.size());
+    dvec<float> x = random_floats((size_t)(rows * ne0), 3.0f), w = random_floats((size_t)group), y(x.size()), want(x.size());
     brasa_error err = {};
     bk_tensor xt = host(ne0, rows, x.data()), wt = host(group, 1, w.data()), rt = host(ne0, rows, want.data());
     check_cpu(cpu->ops->rms_norm(cpu, &xt, weighted ? &wt : nullptr, group, 1e-6f, &rt, &err), err);
     if (gk_rms_norm(&ex, x.data(), ne0, rows, ne0, weighted ? w.data() : nullptr, group, 1e-6f, y.data(), ne0) != 0)
+        return INFINITY;
+    if (ke_sync() != 0)
         return INFINITY;
     return nmse(y.data(), want.data(), y.size());
 }
@@ -144,7 +175,7 @@ double rms_norm_case(int64_t ne0, int64_t group, bool weighted) {
 /* add, scale, softcap and both gated activations, against the CPU device */
 double elementwise_case(const std::string &op) {
     const int64_t rows = 3, ne0 = 333;
-    std::vector<float> a = random_floats((size_t)(rows * ne0), 6.0f), b = random_floats(a.size(), 2.0f), want = a, got = a;
+    dvec<float> a = random_floats((size_t)(rows * ne0), 6.0f), b = random_floats(a.size(), 2.0f), want = a, got = a;
     brasa_error err = {};
     bk_tensor at = host(ne0, rows, a.data()), bt = host(ne0, rows, b.data()), wt = host(ne0, rows, want.data());
     int rc;
@@ -162,18 +193,20 @@ double elementwise_case(const std::string &op) {
         check_cpu(cpu->ops->glu(cpu, &at, &bt, act, &wt, &err), err);
         rc = gk_glu(&ex, a.data(), ne0, b.data(), ne0, got.data(), ne0, rows, ne0, act == BK_ACT_SILU ? 0 : 1);
     }
-    return rc != 0 ? INFINITY : nmse(got.data(), want.data(), got.size());
+    return rc != 0 || ke_sync() != 0 ? INFINITY : nmse(got.data(), want.data(), got.size());
 }
 
 double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0) {
     const int64_t n_tok = 4, ne0 = (int64_t)n_head * head_dim;
-    std::vector<float> x = random_floats((size_t)(n_tok * ne0)), want = x;
-    std::vector<int32_t> pos = { pos0, pos0 + 1, pos0 + 7, 0 };
+    dvec<float> x = random_floats((size_t)(n_tok * ne0)), want = x;
+    dvec<int32_t> pos = { pos0, pos0 + 1, pos0 + 7, 0 };
     brasa_error err = {};
     bk_tensor wt = host(ne0, n_tok, want.data());
     const bk_rope_mode mode = neox ? BK_ROPE_NEOX : BK_ROPE_NORMAL;
     check_cpu(cpu->ops->rope(cpu, &wt, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, mode, &err), err);
     if (gk_rope(&ex, x.data(), ne0, n_tok, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, neox) != 0)
+        return INFINITY;
+    if (ke_sync() != 0)
         return INFINITY;
     return nmse(x.data(), want.data(), x.size());
 }
@@ -181,15 +214,17 @@ double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0
 /* the KV append's rounding: the count of halves that differ from the CPU's (must be none) */
 double f16_rows_case() {
     const int64_t rows = 4, ne0 = 200;
-    std::vector<float> src = random_floats((size_t)(rows * ne0), 70000.0f); /* past the f16 range too */
+    dvec<float> src = random_floats((size_t)(rows * ne0), 70000.0f); /* past the f16 range too */
     src[3] = 0.0f;
     src[4] = -0.0f;
     src[5] = 5.96e-8f; /* subnormal */
-    std::vector<uint16_t> got((size_t)(rows * ne0)), want(got.size());
+    dvec<uint16_t> got((size_t)(rows * ne0)), want(got.size());
     brasa_error err = {};
     bk_tensor st = host(ne0, rows, src.data()), dt = bk_view(nullptr, QUANT_F16, ne0, rows, want.data());
     check_cpu(cpu->ops->copy_rows(cpu, &st, &dt, 0, &err), err);
     if (gk_f32_to_f16_rows(&ex, src.data(), ne0, got.data(), ne0, rows, ne0) != 0)
+        return INFINITY;
+    if (ke_sync() != 0)
         return INFINITY;
     double differ = 0;
     for (size_t i = 0; i < got.size(); i++)
@@ -200,7 +235,7 @@ double f16_rows_case() {
 struct attn_setup {
     int n_head, n_head_kv, head_dim;
     int64_t cache_rows;
-    std::vector<int32_t> pos;
+    dvec<int32_t> pos;
     int window;
     float softcap;
     bool f16;
@@ -208,9 +243,9 @@ struct attn_setup {
 
 double attention_case(const attn_setup &a) {
     const int64_t n_tok = (int64_t)a.pos.size(), q_ne0 = (int64_t)a.n_head * a.head_dim, kv_ne0 = (int64_t)a.n_head_kv * a.head_dim;
-    std::vector<float> q = random_floats((size_t)(n_tok * q_ne0), 2.0f), k = random_floats((size_t)(a.cache_rows * kv_ne0), 2.0f);
-    std::vector<float> v = random_floats(k.size()), got(q.size(), NAN), want(q.size());
-    std::vector<uint16_t> k16(k.size()), v16(v.size());
+    dvec<float> q = random_floats((size_t)(n_tok * q_ne0), 2.0f), k = random_floats((size_t)(a.cache_rows * kv_ne0), 2.0f);
+    dvec<float> v = random_floats(k.size()), got(q.size(), NAN), want(q.size());
+    dvec<uint16_t> k16(k.size()), v16(v.size());
     for (size_t i = 0; i < k.size(); i++) {
         k16[i] = f32_to_f16(k[i]);
         v16[i] = f32_to_f16(v[i]);
@@ -225,6 +260,8 @@ double attention_case(const attn_setup &a) {
     check_cpu(cpu->ops->attention(cpu, &qt, &kt, &vt, a.pos.data(), &p, &ot, &err), err);
     if (gk_attention(&ex, q.data(), q_ne0, kd, vd, a.f16, kv_ne0, a.cache_rows, a.pos.data(), n_tok, a.n_head, a.n_head_kv,
                      a.head_dim, scale, a.softcap, a.window, got.data(), q_ne0) != 0)
+        return INFINITY;
+    if (ke_sync() != 0)
         return INFINITY;
     return nmse(got.data(), want.data(), got.size());
 }
@@ -287,7 +324,7 @@ std::vector<check> all_checks() {
     c.push_back({ "rope normal", [] { return rope_case(3, 64, 64, false, 11); }, 1e-10 });
     c.push_back({ "rope neox partial", [] { return rope_case(2, 128, 96, true, 30000); }, 1e-10 });
     c.push_back({ "copy_rows f32 to f16 (halves that differ)", [] { return f16_rows_case(); }, 0.0 });
-    const std::vector<int32_t> prefill = { 0, 1, 2, 3, 4, 5, 6 }, decode = { 40 }, batch = { 3, 70, 71 };
+    const dvec<int32_t> prefill = { 0, 1, 2, 3, 4, 5, 6 }, decode = { 40 }, batch = { 3, 70, 71 };
     for (bool f16 : { false, true }) {
         const std::string kv = f16 ? " f16" : " f32";
         c.push_back({ "attention prefill" + kv, [=] { return attention_case({ 4, 2, 64, 80, prefill, 0, 0.0f, f16 }); }, 1e-10 });
@@ -308,15 +345,26 @@ int main() {
         std::printf("FAIL cpu device: %s\n", err.message);
         return 1;
     }
+    char why[256];
+    if (ke_open(why, sizeof why) != 0) {
+        std::printf("skip: %s\n", why);
+        bk_cpu_free(cpu);
+        return 77;
+    }
+    std::printf("kernels on %s\n", ke_name());
+    int widths[2] = { 32, 64 };
+    const int n_widths = ke_warps(widths);
+    ex.stream = ke_stream();
     int passed = 0, failed = 0;
-    for (int warp : { 32, 64 }) {
-        simt::set_warp_size(warp);
+    for (int wi = 0; wi < n_widths; wi++) {
+        const int warp = widths[wi];
+        ke_use_warp(warp);
         ex.warp = warp;
         rng_state = 0x1234567887654321ull; /* the same inputs for both widths */
         for (const check &c : all_checks()) {
             const double e = c.run();
             const bool ok = e <= c.limit;
-            if (!ok || warp == 32)
+            if (!ok || wi == 0)
                 std::printf("%s warp %d %-44s %.3g (limit %.0e)\n", ok ? "ok  " : "FAIL", warp, c.name.c_str(), e, c.limit);
             ok ? passed++ : failed++;
         }
