@@ -58,23 +58,6 @@ static uint64_t layer_weight_bytes(const arch_layer *l) {
     return bytes;
 }
 
-/* The output norm and head, and the embeddings when the first layer is on the GPU. */
-static uint64_t ends_bytes(const arch_weights *w, int32_t first_gpu_layer) {
-    uint64_t bytes = tensor_bytes(&w->output_norm) + tensor_bytes(&w->output);
-    if (embd_on_gpu(first_gpu_layer) && !head_is_embd(w))
-        bytes += tensor_bytes(&w->tok_embd);
-    return bytes;
-}
-
-uint64_t offload_gpu_weight_bytes(const arch_hparams *hp, const arch_weights *w, int32_t first_gpu_layer) {
-    if (first_gpu_layer >= hp->n_layer)
-        return 0;
-    uint64_t bytes = ends_bytes(w, first_gpu_layer);
-    for (int32_t il = first_gpu_layer < 0 ? 0 : first_gpu_layer; il < hp->n_layer; il++)
-        bytes += layer_weight_bytes(&w->layers[il]);
-    return bytes;
-}
-
 int32_t offload_layers(const arch_hparams *hp, const arch_weights *w, const brasa_context_params *p, uint64_t act_bytes,
                        uint64_t free_bytes, uint64_t total_bytes, bool weights_in_place) {
     const int32_t L = hp->n_layer;

@@ -22,9 +22,6 @@
 size_t offload_gpu_tensors(const arch_hparams *hp, const arch_weights *w, int32_t first_gpu_layer, const bk_tensor **out,
                            size_t cap);
 
-/* Bytes of the weights offload_gpu_tensors lists. */
-uint64_t offload_gpu_weight_bytes(const arch_hparams *hp, const arch_weights *w, int32_t first_gpu_layer);
-
 /* Layers the GPU runs for a request (p->gpu_layers of resolved params p): N, all, none, or for
  * auto the most whose weights (unless the device reads them in place from host memory), KV caches
  * (p's sequences and context) and the batch's activations (act_bytes) fit in free_bytes less the
