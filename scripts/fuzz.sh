@@ -90,7 +90,7 @@ fuzz_run() {
   fi
 }
 
-for target in gguf tokenizer chat json_body; do
+for target in gguf tokenizer chat json_body tuning; do
   if [ ! -x "$bin/fuzz_$target" ]; then
     echo "fuzz_$target: not built in $build (configure with CC=clang -DBRASA_FUZZ=ON)"
     [ "$target" = json_body ] || failed=1 # json_body needs the server's libraries

@@ -12,6 +12,8 @@ tokenizer: real multilingual text from tests/tokenizer/corpus.py under each flag
   makes of such text with SmolLM2 and Gemma 3.
 chat: real conversations (several languages, code, system prompts, marker look-alikes).
 json_body: OpenAI chat/completions request bodies as clients send them, and ones with bad types.
+tuning: GPU tuning cache files for the target's made-up device, as brasa tune writes them (the
+  shapes of Qwen2.5 1.5B), and stale, foreign and damaged ones.
 
 Input formats are those the targets' header comments describe. The output is deterministic; the
 directories are rewritten. Needs the gguf, numpy and tokenizers packages (tests/requirements.txt)
@@ -20,6 +22,7 @@ Usage: make_fuzz_seeds.py [--models DIR] [--out DIR]
 """
 import argparse
 import json
+import re
 import os
 import shutil
 import struct
@@ -349,6 +352,33 @@ def json_seeds(out):
         write(out / name, body)
 
 
+# --------------------------------------------------------------------------------------- tuning
+
+# the header fuzz_tuning.c's device needs; the version line is brasa's own (include/brasa.h)
+TUNING_HEADER = ["brasa-gpu-tuning 1", "backend fuzz", "device Fuzz Device 9000", "arch gfx1100", "driver 60342"]
+
+
+def tuning_seeds(out):
+    version = re.search(r'BRASA_VERSION_STRING "([^"]+)"', (REPO / "include" / "brasa.h").read_text()).group(1)
+    head = TUNING_HEADER + [f"brasa {version}", "# kind type rows row-length variant microseconds"]
+    shapes = [("q4_K", 1536, 1536), ("q4_K", 256, 1536), ("q6_K", 256, 1536), ("q4_K", 8960, 1536),
+              ("q6_K", 1536, 8960), ("q6_K", 151936, 1536)]
+    lines = [f"decode {t} {o} {i} {(o + i) % 9} {o * i / 4e6:.3f}" for t, o, i in shapes]
+    lines += [f"prefill {t} {o} {i} {(o // 256) % 3} {o * i / 1e5:.3f}" for t, o, i in shapes]
+    seeds = {
+        "written-by-tune": head + lines,
+        "stale-brasa": head[:5] + ["brasa 0.0.1"] + lines,
+        "other-driver": head[:4] + ["driver 1"] + head[5:] + lines,
+        "bad-variant": head + ["decode q4_K 1536 1536 99 1.0"],
+        "bad-number": head + ["prefill q8_0 1e3 1536 0 1.0"],
+        "cut-header": head[:3],
+        "windows-lines": head + lines[:2],
+    }
+    for name, text in seeds.items():
+        sep = "\r\n" if name == "windows-lines" else "\n"
+        write(out / name, (sep.join(text) + sep).encode())
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -373,6 +403,7 @@ def main():
     tokenizer_seeds(args.models, fresh_dir(args.out / "tokenizer"))
     chat_seeds(fresh_dir(args.out / "chat"))
     json_seeds(fresh_dir(args.out / "json_body"))
+    tuning_seeds(fresh_dir(args.out / "tuning"))
     total = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in args.out.rglob('*') if f.is_file())} seeds, {total} bytes, under {args.out}")
 

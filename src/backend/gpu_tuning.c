@@ -15,6 +15,7 @@
 #define ENTRIES_MAX 256
 #define FILE_MAX (1u << 20)
 #define DIM_MAX ((int64_t)1 << 30)
+#define US_MAX 1e9 /* a product slower than 1000 s is no measurement */
 
 static const char *const kind_names[2] = { "decode", "prefill" };
 
@@ -91,29 +92,16 @@ static bool parse_entry(const gtune_device *d, const char *line, entry *e) {
     e->n_in = n_in;
     e->variant = variant;
     return e->kind >= 0 && type_from_name(type, &e->type) && n_out > 0 && n_out <= DIM_MAX && n_in > 0 && n_in <= DIM_MAX &&
-           variant >= 0 && variant < d->module->variants(e->kind) && isfinite(e->us) && e->us >= 0;
+           variant >= 0 && variant < d->module->variants(e->kind) && e->us >= 0 && e->us <= US_MAX; /* NaN fails both */
 }
 
-/* Reads the device's file into out. False, with the reason in note, when it is missing (note
- * empty), stale, foreign or damaged. */
-static bool read_file(const gtune_device *d, const char *path, entries *out, char *note, size_t note_size) {
-    note[0] = '\0';
+/* Parses a file's text (len bytes, NUL-terminated, modified in place) into out. False, with the
+ * reason in note, when it is stale, foreign or damaged; path names it in the note. */
+static bool parse_text(const gtune_device *d, const char *path, char *text, size_t len, entries *out, char *note,
+                       size_t note_size) {
     out->n = 0;
-    FILE *f = plat_fopen(path, "rb");
-    if (!f)
-        return false;
-    char *text = malloc(FILE_MAX + 1);
-    const size_t len = text ? fread(text, 1, FILE_MAX + 1, f) : 0;
-    fclose(f);
-    if (!text || len > FILE_MAX) {
-        snprintf(note, note_size, "%s: %s; ignored", path, text ? "larger than any tuning file" : "out of memory");
-        free(text);
-        return false;
-    }
-    text[len] = '\0';
     if (memchr(text, '\0', len)) {
         snprintf(note, note_size, "%s is not a tuning file (it holds binary data); ignored (brasa tune writes it anew)", path);
-        free(text);
         return false;
     }
     char want[HEADER_LINES][300];
@@ -148,10 +136,51 @@ static bool read_file(const gtune_device *d, const char *path, entries *out, cha
         snprintf(note, note_size, "%s is damaged: it ends inside its header; ignored (brasa tune writes it anew)", path);
         ok = false;
     }
-    free(text);
     if (!ok)
         out->n = 0;
     return ok;
+}
+
+/* Reads the device's file into out. False, with the reason in note, when it is missing (note
+ * empty), stale, foreign or damaged. */
+static bool read_file(const gtune_device *d, const char *path, entries *out, char *note, size_t note_size) {
+    note[0] = '\0';
+    out->n = 0;
+    FILE *f = plat_fopen(path, "rb");
+    if (!f)
+        return false;
+    char *text = malloc(FILE_MAX + 1);
+    const size_t len = text ? fread(text, 1, FILE_MAX + 1, f) : 0;
+    fclose(f);
+    if (!text || len > FILE_MAX) {
+        snprintf(note, note_size, "%s: %s; ignored", path, text ? "larger than any tuning file" : "out of memory");
+        free(text);
+        return false;
+    }
+    text[len] = '\0';
+    const bool ok = parse_text(d, path, text, len, out, note, note_size);
+    free(text);
+    return ok;
+}
+
+int gtune_parse(const gtune_device *d, const char *text, size_t len, char *note, size_t note_size) {
+    note[0] = '\0';
+    char *copy = malloc(len + 1);
+    entries *es = malloc(sizeof *es);
+    int n = -1;
+    if (!copy || !es)
+        snprintf(note, note_size, "out of memory");
+    else if (len > FILE_MAX)
+        snprintf(note, note_size, "larger than any tuning file");
+    else {
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+        if (parse_text(d, "the tuning text", copy, len, es, note, note_size))
+            n = es->n;
+    }
+    free(copy);
+    free(es);
+    return n;
 }
 
 int gtune_load(const gtune_device *d, char *note, size_t note_size) {
@@ -189,18 +218,25 @@ static void put(entries *es, const entry *e) {
 static brasa_status write_file(const gtune_device *d, const char *path, const entries *es, brasa_error *err) {
     char want[HEADER_LINES][300];
     header(d, want);
-    const size_t cap = (size_t)HEADER_LINES * 300 + 128 + (size_t)es->n * 96;
+    /* every line is bounded: header lines by header(), entries by their checked ranges */
+    const size_t cap = (size_t)HEADER_LINES * 300 + 128 + (size_t)es->n * 128;
     char *text = malloc(cap);
     if (!text)
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     size_t len = 0;
-    for (int i = 0; i < HEADER_LINES; i++)
-        len += (size_t)snprintf(text + len, cap - len, "%s\n", want[i]);
-    len += (size_t)snprintf(text + len, cap - len, "# kind type rows row-length variant microseconds\n");
-    for (int i = 0; i < es->n; i++) {
+    int n = 0;
+    for (int i = 0; i < HEADER_LINES && n >= 0 && len < cap; i++, len += (size_t)n)
+        n = snprintf(text + len, cap - len, "%s\n", want[i]);
+    if (n >= 0 && len < cap)
+        len += (size_t)(n = snprintf(text + len, cap - len, "# kind type rows row-length variant microseconds\n"));
+    for (int i = 0; i < es->n && n >= 0 && len < cap; i++, len += (size_t)n) {
         const entry *e = &es->e[i];
-        len += (size_t)snprintf(text + len, cap - len, "%s %s %lld %lld %d %.3f\n", kind_names[e->kind], quant_name(e->type),
-                                (long long)e->n_out, (long long)e->n_in, e->variant, e->us);
+        n = snprintf(text + len, cap - len, "%s %s %lld %lld %d %.3f\n", kind_names[e->kind], quant_name(e->type),
+                     (long long)e->n_out, (long long)e->n_in, e->variant, e->us > US_MAX ? US_MAX : e->us);
+    }
+    if (n < 0 || len >= cap) {
+        free(text);
+        return err_set(err, BRASA_ERR_INTERNAL, "the tuning choices do not fit the file format");
     }
     brasa_status st = plat_write_file_atomic(path, text, len, err);
     free(text);

@@ -27,6 +27,10 @@ typedef struct gtune_device {
 /* The cache file's path; false when there is no cache directory. */
 bool gtune_path(const gtune_device *d, char *out, size_t size);
 
+/* Checks a cache file's text as gtune_load reads it: the number of choices it holds, or -1 when it
+ * would be ignored (the reason in note). For the fuzzer: nothing is set on the device. */
+int gtune_parse(const gtune_device *d, const char *text, size_t len, char *note, size_t note_size);
+
 /* Sets every choice the device's cache file stores on d->dev. Returns how many; a file that is
  * ignored (stale, foreign, damaged) is named in note with the reason (else note is ""). */
 int gtune_load(const gtune_device *d, char *note, size_t note_size);
