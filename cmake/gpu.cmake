@@ -82,6 +82,9 @@ if(BRASA_CUDA)
             -I${PROJECT_SOURCE_DIR}/include -c ${BRASA_GPU_KERNEL_SOURCE} -o ${obj}
     DEPENDS ${BRASA_GPU_KERNEL_DEPENDS}
     COMMENT "nvcc: GPU kernels for ${cuda_targets}" VERBATIM)
+  # one target owns the compile, so that the module and the kernel test (another directory) wait
+  # for it instead of racing to run it
+  add_custom_target(brasa_cuda_kernels DEPENDS ${obj})
   string(REPLACE ";" " " built "${cuda_targets}")
   set(cuda_libs ${BRASA_CUDART_STATIC})
   if(NOT WIN32)
@@ -89,6 +92,7 @@ if(BRASA_CUDA)
   endif()
   brasa_gpu_module(brasa-cuda RUNTIME ${PROJECT_SOURCE_DIR}/src/backend/gpu/gpu_runtime_cuda.c KERNELS ${obj}
     TARGETS_BUILT "${built}" INCLUDES ${cuda_root}/include LIBS ${cuda_libs})
+  add_dependencies(brasa-cuda brasa_cuda_kernels)
   # for the kernel test on a real device (tests/CMakeLists.txt)
   set(BRASA_CUDA_KERNELS_OBJ ${obj})
   set(BRASA_CUDA_INCLUDE ${cuda_root}/include)
@@ -127,9 +131,11 @@ if(BRASA_HIP)
             -c ${BRASA_GPU_KERNEL_SOURCE} -o ${obj}
     DEPENDS ${BRASA_GPU_KERNEL_DEPENDS}
     COMMENT "hipcc: GPU kernels for ${hip_targets}" VERBATIM)
+  add_custom_target(brasa_hip_kernels DEPENDS ${obj})
   string(REPLACE ";" " " built "${hip_targets}")
   brasa_gpu_module(brasa-hip RUNTIME ${PROJECT_SOURCE_DIR}/src/backend/gpu/gpu_runtime_hip.c KERNELS ${obj}
     TARGETS_BUILT "${built}" DEFINES __HIP_PLATFORM_AMD__ INCLUDES ${BRASA_HIP_INCLUDE} LIBS ${BRASA_AMDHIP64})
+  add_dependencies(brasa-hip brasa_hip_kernels)
   set(BRASA_HIP_KERNELS_OBJ ${obj})
   message(STATUS "brasa: HIP module for ${built}")
 endif()
