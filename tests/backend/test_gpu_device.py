@@ -24,8 +24,8 @@ Checks:
            runs on the device and names it; `brasa serve --device` answers a completion from the
            device, and a second server of the same device refuses, naming the first's PID
   real     with --gpu-modules, each real backend module built there (brasa-cuda, brasa-hip) runs
-           the same logits and greedy checks on its device 0, or is skipped with the reason it
-           gives (no driver, no device)
+           the same logits, greedy and partial-offload checks on its device 0, or is skipped with
+           the reason it gives (no driver, no device); --real-only runs only these
 
 Usage: test_gpu_device.py --logits-dump PATH --brasa PATH --modules DIR --model GGUF [--quick]
        [--gpu-modules DIR]
@@ -93,7 +93,7 @@ def check_split(args, device, env, tokens, greedy, cpu, want, gpu, got):
     """Partial offload against the CPU (float activations) and the full offload of the same run."""
     f32 = dict(env, BRASA_CPU_ACTIVATIONS="f32")
     span = float(want.max() - want.min())
-    n_layer = 30  # SmolLM2-135M
+    n_layer = layers_said(gpu)  # all of them: the full offload's run
     cases = [("the last 10 layers", ["--gpu-layers", "10"], f32, 10)]
     if device == "simt":
         # a device of 100 MiB holds the head and some layers with their f32 caches of 4096 rows,
@@ -258,6 +258,8 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--quick", action="store_true", help="fewer tokens (sanitized builds)")
     ap.add_argument("--gpu-modules", help="where brasa-cuda / brasa-hip were built")
+    ap.add_argument("--real-only", action="store_true",
+                    help="only the checks of the real modules (on a GPU machine, whose time is short)")
     args = ap.parse_args()
     if not os.path.exists(args.model):
         print(f"skip: {args.model} is missing")
@@ -266,8 +268,8 @@ def main():
     own_cache = tempfile.TemporaryDirectory()
     mod = {"BRASA_MODULE_DIR": args.modules, "BRASA_CACHE_DIR": own_cache.name}
     tokens, greedy = (PROMPT[:4], 1) if args.quick else (PROMPT, GREEDY)
-    configs = [("32-lane warps, f32 cache", "32", "f32")]
-    if not args.quick:
+    configs = [] if args.real_only else [("32-lane warps, f32 cache", "32", "f32")]
+    if not args.quick and not args.real_only:
         configs.append(("64-lane warps, f16 cache", "64", "f16"))
     runs = [(name, "simt", dict(mod, BRASA_SIMT_WARP=warp), kv) for name, warp, kv in configs]
     for backend in ("cuda", "hip"):
@@ -303,6 +305,9 @@ def main():
     for device, env in [("simt", mod)] + [(d, {"BRASA_MODULE_DIR": args.gpu_modules}) for d in full if d != "simt"]:
         if device in full:
             check_split(args, device, env, tokens, greedy, *full[device])
+    if args.real_only:
+        print(f"gpu device: {passed} passed, {failed} failed")
+        return 1 if failed or not full else 0
     check_tuning(args, mod, tokens, greedy, args.quick)
 
     # Reasons, each a clean failure of the context, never a crash.
