@@ -31,11 +31,9 @@ typedef struct ctx_seq {
 /* A device of the context and what lives there: the KV caches of the layers it runs (from
  * first_layer to the next place's) and one batch's activations. */
 typedef struct ctx_place {
-    bk_device *dev;
-    int32_t first_layer;
+    fwd_place acts;     /* its device, first layer and activations, each with n_batch rows */
+    bk_tensor logits;   /* (n_batch, n_vocab) */
     bk_buffer *kv_buf, *act_buf;
-    uint64_t kv_bytes;
-    bk_tensor x, h, o, q, k, v, att, gate, up, logits; /* each with n_batch rows */
 } ctx_place;
 
 struct brasa_context {
@@ -44,7 +42,7 @@ struct brasa_context {
     bk_device *gpu_dev;           /* the GPU device named by params.device, if any */
     const bk_gpu_module *gpu;     /* the module gpu_dev comes from */
     int32_t gpu_layers;           /* the last layers, run on gpu_dev */
-    bk_gpu_info gpu_info;
+    bk_gpu_info gpu_info;         /* gpu_dev's, as it was opened */
     int32_t tuned;                /* product choices gpu_dev took from the tuning cache */
     char tuning_note[640];        /* why a tuning cache file was ignored, or "" */
     ctx_place places[FWD_PLACES_MAX]; /* (n_places) in layer order: the CPU's layers, then the GPU's */
@@ -158,18 +156,20 @@ static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa
     const int32_t L = hp->n_layer;
     c->n_places = 0;
     if (c->gpu_layers < L)
-        c->places[c->n_places++] = (ctx_place){ .dev = c->cpu, .first_layer = 0 };
+        c->places[c->n_places++].acts = (fwd_place){ .dev = c->cpu, .first_layer = 0 };
     if (c->gpu_layers > 0)
-        c->places[c->n_places++] = (ctx_place){ .dev = c->gpu_dev, .first_layer = L - c->gpu_layers };
+        c->places[c->n_places++].acts = (fwd_place){ .dev = c->gpu_dev, .first_layer = L - c->gpu_layers };
     brasa_status st = BRASA_OK;
     for (int i = 0; i < c->n_places && st == BRASA_OK; i++) {
         ctx_place *pl = &c->places[i];
-        const int32_t end = i + 1 < c->n_places ? c->places[i + 1].first_layer : L;
-        for (int32_t il = pl->first_layer; il < end; il++)
-            pl->kv_bytes += layout_layer_kv_bytes(hp, il, p);
-        st = pl->dev->ops->buffer_alloc(pl->dev, (size_t)pl->kv_bytes, &pl->kv_buf, err);
+        bk_device *dev = pl->acts.dev;
+        const int32_t end = i + 1 < c->n_places ? c->places[i + 1].acts.first_layer : L;
+        uint64_t kv_bytes = 0;
+        for (int32_t il = pl->acts.first_layer; il < end; il++)
+            kv_bytes += layout_layer_kv_bytes(hp, il, p);
+        st = dev->ops->buffer_alloc(dev, (size_t)kv_bytes, &pl->kv_buf, err);
         if (st == BRASA_OK)
-            st = pl->dev->ops->buffer_alloc(pl->dev, (size_t)plan->act_bytes, &pl->act_buf, err);
+            st = dev->ops->buffer_alloc(dev, (size_t)plan->act_bytes, &pl->act_buf, err);
     }
     if (st != BRASA_OK)
         return st;
@@ -184,28 +184,29 @@ static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa
         sq->v_cache = sq->k_cache + L;
         sq->last_logits = c->logit_store + (size_t)s * (size_t)V;
         for (int32_t l = 0; l < L; l++) {
-            const int i = c->n_places > 1 && l >= c->places[1].first_layer ? 1 : 0;
-            ctx_place *pl = &c->places[i];
-            char *kv = pl->dev->ops->buffer_base(pl->kv_buf);
+            const int i = c->n_places > 1 && l >= c->places[1].acts.first_layer ? 1 : 0;
+            bk_device *dev = c->places[i].acts.dev;
+            char *kv = dev->ops->buffer_base(c->places[i].kv_buf);
             const int32_t rows = arch_kv_rows(hp, (int)l, c->n_ctx, c->n_batch);
-            sq->k_cache[l] = carve_typed(pl->dev, kv_type, kv, &off[i], KV, rows);
-            sq->v_cache[l] = carve_typed(pl->dev, kv_type, kv, &off[i], KV, rows);
+            sq->k_cache[l] = carve_typed(dev, kv_type, kv, &off[i], KV, rows);
+            sq->v_cache[l] = carve_typed(dev, kv_type, kv, &off[i], KV, rows);
         }
     }
     for (int i = 0; i < c->n_places; i++) {
-        ctx_place *pl = &c->places[i];
-        char *act = pl->dev->ops->buffer_base(pl->act_buf);
+        fwd_place *a = &c->places[i].acts;
+        bk_device *dev = a->dev;
+        char *act = dev->ops->buffer_base(c->places[i].act_buf);
         size_t at = 0;
-        pl->x = carve(pl->dev, act, &at, E, B);
-        pl->h = carve(pl->dev, act, &at, E, B);
-        pl->o = carve(pl->dev, act, &at, E, B);
-        pl->q = carve(pl->dev, act, &at, Q, B);
-        pl->att = carve(pl->dev, act, &at, Q, B);
-        pl->k = carve(pl->dev, act, &at, KV, B);
-        pl->v = carve(pl->dev, act, &at, KV, B);
-        pl->gate = carve(pl->dev, act, &at, hp->n_ff, B);
-        pl->up = carve(pl->dev, act, &at, hp->n_ff, B);
-        pl->logits = carve(pl->dev, act, &at, V, B);
+        a->x = carve(dev, act, &at, E, B);
+        a->h = carve(dev, act, &at, E, B);
+        a->o = carve(dev, act, &at, E, B);
+        a->q = carve(dev, act, &at, Q, B);
+        a->att = carve(dev, act, &at, Q, B);
+        a->k = carve(dev, act, &at, KV, B);
+        a->v = carve(dev, act, &at, KV, B);
+        a->gate = carve(dev, act, &at, hp->n_ff, B);
+        a->up = carve(dev, act, &at, hp->n_ff, B);
+        c->places[i].logits = carve(dev, act, &at, V, B);
     }
     return BRASA_OK;
 }
@@ -254,17 +255,16 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
 
     /* the devices: the GPU first, since how many layers it takes decides whether the CPU runs any */
     char gpu_name[300] = "";
-    bk_gpu_info info;
-    memset(&info, 0, sizeof info);
     bool in_place = false;
     if (st == BRASA_OK && !is_cpu(p.device)) {
-        st = open_gpu(c, p.device, &info, gpu_name, sizeof gpu_name, err);
+        st = open_gpu(c, p.device, &c->gpu_info, gpu_name, sizeof gpu_name, err);
         /* an integrated GPU reads the weights where the file is mapped: a model near the size of
          * the machine's memory still loads, since it is not held twice */
         if (st == BRASA_OK && c->gpu_dev && p.gpu_layers != BRASA_GPU_LAYERS_NONE && c->gpu_dev->ops->map_host)
             in_place = c->gpu_dev->ops->map_host(c->gpu_dev, gguf_image(m->file), (size_t)gguf_file_size(m->file));
         if (st == BRASA_OK)
-            c->gpu_layers = offload_layers(hp, &m->weights, &p, plan.act_bytes, info.free_bytes, info.total_bytes, in_place);
+            c->gpu_layers = offload_layers(hp, &m->weights, &p, plan.act_bytes, c->gpu_info.free_bytes,
+                                           c->gpu_info.total_bytes, in_place);
     }
     if (st == BRASA_OK && c->gpu_layers < L)
         st = bk_cpu_create(p.n_threads, &c->cpu, err);
@@ -286,8 +286,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     if (st == BRASA_OK)
         st = upload_weights(c, &p, err);
     if (st == BRASA_OK && c->gpu_layers > 0) {
-        const gtune_device td = { c->gpu, c->gpu_dev, info };
-        c->gpu_info = info;
+        const gtune_device td = { c->gpu, c->gpu_dev, c->gpu_info };
         c->tuned = gtune_load(&td, c->tuning_note, sizeof c->tuning_note);
     }
     if (st != BRASA_OK) {
@@ -311,8 +310,8 @@ void brasa_context_free(brasa_context *c) {
     if (!c)
         return;
     for (int i = 0; i < c->n_places; i++) {
-        c->places[i].dev->ops->buffer_free(c->places[i].kv_buf);
-        c->places[i].dev->ops->buffer_free(c->places[i].act_buf);
+        c->places[i].acts.dev->ops->buffer_free(c->places[i].kv_buf);
+        c->places[i].acts.dev->ops->buffer_free(c->places[i].act_buf);
     }
     if (c->gpu)
         c->gpu->device_free(c->gpu_dev);
@@ -416,12 +415,12 @@ static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq,
     const int64_t first = all_logits || n_segs > 1 ? 0 : want_last ? n - 1 : n;
     fwd_place places[FWD_PLACES_MAX];
     for (int i = 0; i < c->n_places; i++) {
-        const ctx_place *pl = &c->places[i];
+        const fwd_place *a = &c->places[i].acts;
         places[i] = (fwd_place){
-            .dev = pl->dev, .first_layer = pl->first_layer,
-            .x = bk_rows(&pl->x, 0, n), .h = bk_rows(&pl->h, 0, n), .o = bk_rows(&pl->o, 0, n),
-            .q = bk_rows(&pl->q, 0, n), .k = bk_rows(&pl->k, 0, n), .v = bk_rows(&pl->v, 0, n),
-            .att = bk_rows(&pl->att, 0, n), .gate = bk_rows(&pl->gate, 0, n), .up = bk_rows(&pl->up, 0, n),
+            .dev = a->dev, .first_layer = a->first_layer,
+            .x = bk_rows(&a->x, 0, n), .h = bk_rows(&a->h, 0, n), .o = bk_rows(&a->o, 0, n),
+            .q = bk_rows(&a->q, 0, n), .k = bk_rows(&a->k, 0, n), .v = bk_rows(&a->v, 0, n),
+            .att = bk_rows(&a->att, 0, n), .gate = bk_rows(&a->gate, 0, n), .up = bk_rows(&a->up, 0, n),
         };
     }
     const ctx_place *head = &c->places[c->n_places - 1]; /* the output head runs on the last place */
@@ -434,13 +433,13 @@ static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq,
     if (st != BRASA_OK)
         return st;
     if (all_logits)
-        st = head->dev->ops->download(&f.logits, all_logits, 0, n, err);
+        st = head->acts.dev->ops->download(&f.logits, all_logits, 0, n, err);
     for (int i = 0; i < n_segs && st == BRASA_OK; i++) {
         ctx_seq *sq = &c->seqs[seq[i]];
         sq->n_past += (int32_t)len[i];
         sq->have_logits = false;
         if (want_last) {
-            st = head->dev->ops->download(&f.logits, sq->last_logits, c->fseqs[i].row0 + len[i] - 1 - first, 1, err);
+            st = head->acts.dev->ops->download(&f.logits, sq->last_logits, c->fseqs[i].row0 + len[i] - 1 - first, 1, err);
             sq->have_logits = st == BRASA_OK;
         }
     }

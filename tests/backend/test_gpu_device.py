@@ -81,12 +81,20 @@ def dump(args, model, tokens, greedy, extra, env_extra):
         os.unlink(out)
 
 
-def layers_said(p):
-    """The layer count logits_dump reports ("gpu layers: N; backend: ..."), or -1."""
+def said(p, key):
+    """A field of the line logits_dump writes on stderr ("gpu layers: N; tuned choices: N; ...")."""
     for line in p.stderr.splitlines():
         if line.startswith("gpu layers: "):
-            return int(line.split(";")[0].split(": ")[1])
-    return -1
+            for part in line.split("; "):
+                if part.startswith(key + ": "):
+                    return part[len(key) + 2:]
+    return None
+
+
+def layers_said(p):
+    """The layer count logits_dump reports, or -1."""
+    n = said(p, "gpu layers")
+    return int(n) if n is not None else -1
 
 
 def check_split(args, device, env, tokens, greedy, cpu, want, gpu, got):
@@ -135,16 +143,6 @@ def check_split(args, device, env, tokens, greedy, cpu, want, gpu, got):
     p, _ = dump(args, args.model, tokens[:2], 0, small + ["--gpu-layers", "all"], dict(env, BRASA_SIMT_MEMORY_MB="40"))
     report(p.returncode == 1 and "out of device memory for a weight" in p.stderr,
            "a discrete GPU of that size cannot hold all the weights", p.stderr.strip().splitlines()[-1][:120])
-
-
-def said(p, key):
-    """A field of the line logits_dump writes on stderr ("gpu layers: N; tuned choices: N; ...")."""
-    for line in p.stderr.splitlines():
-        if line.startswith("gpu layers: "):
-            for part in line.split("; "):
-                if part.startswith(key + ": "):
-                    return part[len(key) + 2:]
-    return None
 
 
 def tuning_file(cache, name, arch):

@@ -14,13 +14,11 @@ import subprocess
 import sys
 import tempfile
 
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import Checks  # noqa: E402
 
-
-def expect(what, ok, detail=""):
-    global passed, failed
-    passed, failed = passed + bool(ok), failed + (not ok)
-    print(f"{'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
+CHECKS = Checks("gguf_synth")
+expect = CHECKS.expect
 
 
 def main():
@@ -57,8 +55,7 @@ def main():
             f.write(b"\xff" * 8)  # the last tensor's row length
         p = subprocess.run([a.synth, "fill", recipe, synth], capture_output=True, text=True)
         expect("a damaged recipe is refused with a message", p.returncode == 1 and "damaged" in p.stderr, p.stderr.strip())
-    print(f"gguf_synth: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":
