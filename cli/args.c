@@ -1,4 +1,4 @@
-/* args.c: small helpers for the commands: errors, numbers, standard input, opening a model. */
+/* args.c: small helpers for the commands: errors, numbers, standard input, progress, opening a model. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -64,6 +64,13 @@ bool cli_parse_gpu_layers(const char *s, int32_t *out) {
     else
         return false;
     return true;
+}
+
+void cli_progress(float fraction, void *label) {
+    fprintf(stderr, "\r%s %3d%%", (const char *)label, (int)(fraction * 100.0f + 0.5f));
+    if (fraction >= 1.0f)
+        fprintf(stderr, "\r%*s\r", (int)strlen((const char *)label) + 5, "");
+    fflush(stderr);
 }
 
 char *cli_read_stdin(size_t *len) {

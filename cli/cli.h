@@ -38,6 +38,10 @@ bool cli_parse_kv_type(const char *s, int32_t *out);
 bool cli_parse_gpu_layers(const char *s, int32_t *out);
 /* Reads all of stdin; returns a malloc'ed buffer (caller frees) or NULL on failure. */
 char *cli_read_stdin(size_t *len);
+/* A progress callback (brasa_model_params, brasa_context_params, brasa_tune_params) that prints
+ * "LABEL NN%" over itself on stderr and clears the line at 100%; user is the label. Pass it only
+ * when stderr is a terminal. */
+void cli_progress(float fraction, void *label);
 /* Opens a model, printing the error as "brasa: PATH: message". */
 brasa_model *cli_open_model(const char *path);
 

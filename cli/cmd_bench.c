@@ -75,14 +75,6 @@ static void mean_sd(const double *x, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
 }
 
-static void upload_progress(float fraction, void *user) {
-    (void)user;
-    fprintf(stderr, "\rcopying weights to the GPU %3d%%", (int)(fraction * 100.0f + 0.5f));
-    if (fraction >= 1.0f)
-        fprintf(stderr, "\r%40s\r", "");
-    fflush(stderr);
-}
-
 static void progress(bool on, const char *test, int threads, int rep, int reps) {
     if (on) {
         fprintf(stderr, "\r%-8s threads %-3d repetition %d/%d   ", test, threads, rep, reps);
@@ -223,8 +215,10 @@ int cmd_bench(int argc, char **argv) {
         cp.kv_type = kv_type;
         cp.device = device;
         cp.gpu_layers = gpu_layers;
-        if (tty)
-            cp.progress = upload_progress;
+        if (tty) {
+            cp.progress = cli_progress;
+            cp.progress_user_data = (void *)"copying weights to the GPU";
+        }
         brasa_context *c = NULL;
         if (brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {
             rc = cli_fail("%s: %s", model_path, err.message);

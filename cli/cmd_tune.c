@@ -24,13 +24,6 @@ static const char usage[] =
     "  -r N                  runs per variant after a warm-up (default 10)\n"
     "  --json                one JSON document on standard output\n";
 
-static void show_progress(float fraction, void *user) {
-    fprintf(stderr, "\r%s %3d%%", (const char *)user, (int)(fraction * 100.0f + 0.5f));
-    if (fraction >= 1.0f)
-        fprintf(stderr, "\r%50s\r", "");
-    fflush(stderr);
-}
-
 static void print_report(const brasa_tune_report *r, const char *backend, int32_t stored_before, bool json) {
     if (json) {
         printf("{\"backend\": ");
@@ -115,9 +108,9 @@ int cmd_tune(int argc, char **argv) {
         return CLI_FAILED;
     const bool tty = plat_is_terminal(2);
     if (tty) {
-        cp.progress = show_progress;
+        cp.progress = cli_progress;
         cp.progress_user_data = (void *)"copying weights to the GPU";
-        tp.progress = show_progress;
+        tp.progress = cli_progress;
         tp.progress_user_data = (void *)"measuring variants";
     }
     brasa_error err;

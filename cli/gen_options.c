@@ -162,27 +162,24 @@ int gen_options_parse(gen_options *o, const char *cmd, const char *usage, int ar
 #undef BAD
 }
 
-static void show_progress(float fraction, void *user) {
-    (void)user;
-    fprintf(stderr, "\rloading %3d%%", (int)(fraction * 100.0f + 0.5f));
-    if (fraction >= 1.0f)
-        fprintf(stderr, "\r            \r");
-    fflush(stderr);
-}
-
 bool gen_open(const gen_options *o, brasa_model **model, brasa_context **ctx, brasa_sampler **sampler) {
     *model = NULL;
     *ctx = NULL;
     *sampler = NULL;
     brasa_error err;
     brasa_model_params mp = brasa_model_default_params();
-    if (plat_is_terminal(2))
-        mp.progress = show_progress;
+    brasa_context_params cp = o->ctx;
+    if (plat_is_terminal(2)) {
+        mp.progress = cli_progress;
+        mp.progress_user_data = (void *)"loading";
+        cp.progress = cli_progress;
+        cp.progress_user_data = (void *)"copying weights to the GPU";
+    }
     if (brasa_model_open(o->model_path, &mp, model, &err) != BRASA_OK) {
         cli_fail("%s: %s", o->model_path, err.message);
         return false;
     }
-    if (brasa_context_create(*model, &o->ctx, ctx, &err) != BRASA_OK ||
+    if (brasa_context_create(*model, &cp, ctx, &err) != BRASA_OK ||
         brasa_sampler_create(&o->sampling, sampler, &err) != BRASA_OK) {
         cli_fail("%s: %s", o->model_path, err.message);
         brasa_context_free(*ctx);
