@@ -521,8 +521,10 @@ int main(void) {
         }
     }
     /* the VNNI path is the AVX2 kernels with fused byte products: bit for bit the same results, for
-     * one token, four, and eight rows at a time where AVX2 has an eight-row kernel (Q6_K's is
-     * AVX-512's own), on the largest codes too */
+     * one token, four, and eight rows at a time, on the largest codes too; except the K-quants'
+     * eight-row kernels, which VNNI runs on 512-bit lanes of its own layout (their float steps
+     * differ in order): those within the eight-row tolerance of the scalar products, on the same
+     * inputs */
     if (cpu_kernels_avx512_vnni() && vnni_ok) {
         const cpu_kernels *a2 = cpu_kernels_avx2(), *v = cpu_kernels_avx512_vnni();
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -565,7 +567,9 @@ int main(void) {
                     v->dot_q8_x4[type](rows8, a8, xs, k8, yv, 1);
                     differ += memcmp(ya, yv, sizeof ya) != 0;
                 }
-                if (a2->x8_gemm[type]) {
+                if (kq && v->x8_gemm[type]) {
+                    differ += !x8_matches_scalar(v, scalar, type, rows8, rb, k8, a8, xs, 9, 1e-6, w, round ? "largest codes" : "random");
+                } else if (a2->x8_gemm[type]) {
                     uint8_t *pa = malloc(a2->x8_bytes[type](k8)), *pv = malloc(v->x8_bytes[type](k8));
                     float ya[9 * 8], yv[9 * 8];
                     a2->x8_repack[type](rows8, rb, k8, pa);

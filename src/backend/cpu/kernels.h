@@ -30,6 +30,9 @@ typedef struct act_q8_256 {
     int16_t sp[16];    /* the same, each twice (one per 16 values): the layout the kernels multiply by */
     float ms[8];       /* s[j] * the sum of sub-block j's codes, exactly: the term a K-quant's minimums
                         * multiply, made once per token instead of once per eight weight rows */
+    float ds[8];       /* d * s[j], the sub-block's float scale, made once per token */
+    int32_t off16[16]; /* 16 * bsums[g]: what each lane of a pair takes off Q6_K's codes stored plus
+                        * 32 (the VNNI eight-row layout, two lanes per row) */
     int8_t q[256];
 } act_q8_256;
 

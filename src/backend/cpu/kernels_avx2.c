@@ -529,6 +529,9 @@ AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
             out[b].bsums[2 * j] = (int16_t)_mm_cvtsi128_si32(r);
             out[b].bsums[2 * j + 1] = (int16_t)_mm_extract_epi32(r, 1);
             out[b].ms[j] = (float)(out[b].s[j] * (out[b].bsums[2 * j] + out[b].bsums[2 * j + 1]));
+            out[b].ds[j] = out[b].d * (float)out[b].s[j];
+            out[b].off16[2 * j] = 16 * out[b].bsums[2 * j];
+            out[b].off16[2 * j + 1] = 16 * out[b].bsums[2 * j + 1];
         }
     }
 }
@@ -1263,15 +1266,6 @@ AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, const void *xq, si
     x8p_gemm_32(QUANT_Q8_0, packed, k, xq, xs, n_tok, y, ys);
 }
 
-/* ---- Q4_K kept by eight rows ----
- * Exactly the bytes of the eight rows it replaces, so the backend keeps it in place of the file's
- * pages and it serves every product: one token, sequences decoding together, a prompt. Each
- * 32-bit lane of a code vector holds four bytes of one row's packed nibbles: the low nibbles are
- * four codes of sub-block 2j, the high ones the same four of sub-block 2j + 1, so one vpdpbusd
- * (maddubs on AVX2) takes four codes of all eight rows. Each sub-block's integer sums are scaled
- * in float with the eight rows' scales as one vector, instead of a shuffle and a madd per row and
- * token; the rows' 6-bit scales stay packed, transposed so that eight rows unpack at once. A
- * token's result is the same whatever the number of tokens in the call. */
 /* Asks for every line of a block PREFETCH_AHEAD bytes on: the hardware prefetcher alone does not
  * keep two streaming cores busy (see PREFETCH_AHEAD). */
 AVX2 static inline void x8k_prefetch(const void *block, size_t bytes) {
@@ -1279,6 +1273,249 @@ AVX2 static inline void x8k_prefetch(const void *block, size_t bytes) {
         _mm_prefetch((const char *)block + PREFETCH_AHEAD + off, _MM_HINT_T0);
 }
 
+#if X86_VNNI
+/* ---- Q4_K and Q6_K kept by eight rows, VNNI: 512-bit lanes ----
+ * The same bytes as the AVX2 layouts below, in another order: the codes come in 64-byte vectors of
+ * sixteen 32-bit lanes, lane 2r + e holding four bytes of row r for group 2p + e of four values. A
+ * lane pair's activations are one 64-bit word, so one broadcast and one 512-bit vpdpbusd take eight
+ * codes of all eight rows: half the instructions of the 256-bit layout per code, which is what
+ * several tokens at once are bound by (Zen 4 runs a 512-bit vpdpbusd as two 256-bit halves: the
+ * products cost the same, the instructions around them half). The float steps run on the sixteen
+ * lanes too, a row's two lanes added at the end, so the results differ from the AVX2 path's in
+ * float order only (within the tolerance of the eight-row kernels; tested). A token's result is
+ * the same whatever the number of tokens in the call. */
+
+/* How far ahead these kernels ask for the weights, into the second-level cache: each line asked
+ * for in turn, as the codes before it are used. With four sequences decoding the 1.5B Qwen on the
+ * two-core Zen 4 this took decode from 84-88 tokens/s (first-level prefetches, the same distance) to
+ * 98-104; 2 KB ahead into the second level fell to 73, 8 KB was no better than 4. */
+#define X8K_AHEAD 4096
+
+/* Eight floats, each twice (lanes 2r and 2r + 1). */
+AVX2 static inline __m512 ps_pairs8(__m256 f) {
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), _mm512_castps256_ps512(f));
+}
+
+/* The two floats at f as every lane pair. */
+AVX2 static inline __m512 ps_pair(const float *f) {
+    double pair;
+    memcpy(&pair, f, sizeof pair);
+    return _mm512_castpd_ps(_mm512_set1_pd(pair));
+}
+
+/* The eight bytes at a as every lane pair's activations. */
+AVX2 static inline __m512i act_pair(const int8_t *a) {
+    int64_t a8;
+    memcpy(&a8, a, sizeof a8);
+    return _mm512_set1_epi64(a8);
+}
+
+/* y[r] = lane 2r + lane 2r + 1, r < 8 */
+AVX2 static inline void store_row_pairs(float *y, __m512 acc) {
+    const __m256 a = _mm512_castps512_ps256(acc), b = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+    /* hadd: rows 0 1 4 5 | 2 3 6 7, then the 64-bit quarters in order */
+    _mm256_storeu_ps(y, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_hadd_ps(a, b)), 0xd8)));
+}
+
+typedef struct x8k_q4_K {
+    uint8_t codes[4][4][64]; /* [pair j][p][row * 8 + e * 4 + i]: row r's byte qs[32j + 4(2p + e) + i] */
+    uint8_t scales[3][32];   /* [word w][k * 8 + row]: row r's byte scales[4w + k] */
+    uint16_t d[8], dmin[8];  /* [row] half-float scales */
+} x8k_q4_K;
+
+static size_t x8k_bytes_q4_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8k_q4_K);
+}
+
+static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8k_q4_K *p = packed;
+    for (int64_t b = 0; b < k / QK_K; b++)
+        for (int r = 0; r < 8; r++) {
+            const block_q4_K *w = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+            for (int j = 0; j < 4; j++)
+                for (int g = 0; g < 8; g++)
+                    memcpy(&p[b].codes[j][g / 2][8 * r + 4 * (g % 2)], w->qs + 32 * j + 4 * g, 4);
+            for (int i = 0; i < 12; i++)
+                p[b].scales[i / 4][(i % 4) * 8 + r] = w->scales[i];
+            p[b].d[r] = w->d;
+            p[b].dmin[r] = w->dmin;
+        }
+}
+
+/* A block's scales per pair j of sub-blocks, in lane 2r + e: d * the scale (dsc) and the minimum
+ * (mn) of sub-block 2j + e. The 6-bit unpacking of every row at once (sub-block s < 4: the low six
+ * bits of bytes s and s + 4; s >= 4: byte s + 4's nibbles below the top two bits of bytes s - 4 and
+ * s), then each pair's 16 bytes (rows of 2j, rows of 2j + 1) interleaved. */
+AVX2 static inline void x8k_scales_q4_K(const x8k_q4_K *pb, __m512 dsc[4], __m512 mn[4]) {
+    const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+    const __m256i a = _mm256_loadu_si256((const __m256i *)pb->scales[0]);
+    const __m256i bb = _mm256_loadu_si256((const __m256i *)pb->scales[1]);
+    const __m256i c = _mm256_loadu_si256((const __m256i *)pb->scales[2]);
+    /* scales 0-3, 4-7, minimums 0-3, 4-7: [s % 4 * 8 + row] */
+    const __m256i u[4] = {
+        _mm256_and_si256(a, m6),
+        _mm256_or_si256(_mm256_and_si256(c, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a, 6), m2), 4)),
+        _mm256_and_si256(bb, m6),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bb, 6), m2), 4)),
+    };
+    const __m128i interleave = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512 d = ps_pairs8(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d)));
+    for (int j = 0; j < 4; j++) {
+        const __m128i s16 = j % 2 ? _mm256_extracti128_si256(u[j / 2], 1) : _mm256_castsi256_si128(u[j / 2]);
+        const __m128i m16 = j % 2 ? _mm256_extracti128_si256(u[2 + j / 2], 1) : _mm256_castsi256_si128(u[2 + j / 2]);
+        dsc[j] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(s16, interleave))));
+        mn[j] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(m16, interleave)));
+    }
+}
+
+/* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT. */
+AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t nb, const act_q8_256 *const x[4], float *y,
+                                             size_t ys) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const x8k_q4_K *pb = p + b;
+        /* the block's scales ahead now, its codes as they are used */
+        for (size_t off = sizeof pb->codes; off < sizeof *pb; off += 64)
+            _mm_prefetch((const char *)pb + X8K_AHEAD + off, _MM_HINT_T1);
+        __m512 dsc[4], mn[4];
+        x8k_scales_q4_K(pb, dsc, mn);
+        for (int j = 0; j < 4; j++) {
+            __m512i slo[4], shi[4];
+            for (int t = 0; t < NT; t++)
+                slo[t] = shi[t] = _mm512_setzero_si512();
+            for (int q = 0; q < 4; q++) {
+                _mm_prefetch((const char *)pb->codes[j][q] + X8K_AHEAD, _MM_HINT_T1);
+                const __m512i raw = _mm512_loadu_si512(pb->codes[j][q]);
+                const __m512i lo = _mm512_and_si512(raw, m4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+                for (int t = 0; t < NT; t++) {
+                    slo[t] = _mm512_dpbusd_epi32(slo[t], lo, act_pair(x[t][b].q + 64 * j + 8 * q));
+                    shi[t] = _mm512_dpbusd_epi32(shi[t], hi, act_pair(x[t][b].q + 64 * j + 32 + 8 * q));
+                }
+            }
+            for (int t = 0; t < NT; t++) {
+                /* a row's lane pair summed (exact): the low nibbles' sum in lane 2r, the high's in 2r + 1 */
+                const __m512i l = _mm512_add_epi32(slo[t], _mm512_srli_epi64(slo[t], 32));
+                const __m512i h = _mm512_add_epi32(shi[t], _mm512_slli_epi64(shi[t], 32));
+                const __m512 sums = _mm512_cvtepi32_ps(_mm512_mask_blend_epi32(0xaaaa, l, h));
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dsc[j], ps_pair(&x[t][b].ds[2 * j])), sums, acc[t]);
+            }
+        }
+        /* the minimums: dmin * d_x * the sum over sub-blocks of min * (sub-scale * code sum) */
+        const __m512 dmin = ps_pairs8(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->dmin)));
+        for (int t = 0; t < NT; t++) {
+            __m512 m = _mm512_setzero_ps();
+            for (int j = 0; j < 4; j++)
+                m = _mm512_fmadd_ps(mn[j], ps_pair(&x[t][b].ms[2 * j]), m);
+            acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, _mm512_set1_ps(x[t][b].d)), m, acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        store_row_pairs(y + (size_t)t * ys, acc[t]);
+}
+
+typedef struct x8k_q6_K {
+    int8_t scales[16][8];    /* [16-value group][row] */
+    uint16_t d[8];           /* [row] */
+    uint8_t q[2][4][3][64];  /* [h][p][ql 0, ql 1, qh][row * 8 + e * 4 + i] */
+} x8k_q6_K;
+
+static size_t x8k_bytes_q6_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8k_q6_K);
+}
+
+static void x8k_repack_q6_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8k_q6_K *p = packed;
+    for (int64_t b = 0; b < k / QK_K; b++)
+        for (int r = 0; r < 8; r++) {
+            const block_q6_K *w = (const block_q6_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+            for (int h = 0; h < 2; h++)
+                for (int g = 0; g < 8; g++) {
+                    uint8_t(*dst)[64] = p[b].q[h][g / 2];
+                    const int lane = 8 * r + 4 * (g % 2);
+                    memcpy(&dst[0][lane], w->ql + 64 * h + 4 * g, 4);
+                    memcpy(&dst[1][lane], w->ql + 64 * h + 32 + 4 * g, 4);
+                    memcpy(&dst[2][lane], w->qh + 32 * h + 4 * g, 4);
+                }
+            for (int i = 0; i < 16; i++)
+                p[b].scales[i][r] = w->scales[i];
+            p[b].d[r] = w->d;
+        }
+}
+
+/* Code vector k (values 32k + a lane's four, 0..63) of a pair's ql 0, ql 1 and qh vectors: a
+ * nibble of ql (k % 2 picks the vector, k / 2 the nibble) and bits 2k..2k+1 of qh. */
+AVX2 static inline __m512i q6_codes16(const uint8_t (*q)[64], int k) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(3);
+    const __m512i l = _mm512_loadu_si512(q[k % 2]), qh = _mm512_loadu_si512(q[2]);
+    const __m512i lo = _mm512_and_si512(k / 2 ? _mm512_srli_epi16(l, 4) : l, m4);
+    const __m512i hi = _mm512_and_si512(k ? _mm512_srli_epi16(qh, 2 * k) : qh, m2);
+    return _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+}
+
+/* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT. Code
+ * vectors per sweep over a group's two pairs: all four for one or two tokens, two for more, so
+ * that the sums stay in registers. Both lanes of a row share a scale (16 values per scale); the
+ * +32 of the codes comes out of each lane's exact sum, half of 32 times the activations' code sum
+ * over the same 16 values from each (x->off16). */
+AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t nb, const act_q8_256 *const x[4], float *y,
+                                             size_t ys) {
+    const int ks = NT <= 2 ? 4 : 2;
+    __m512 acc[4];
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const x8k_q6_K *pb = p + b;
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d));
+        for (int h = 0; h < 2; h++)
+            for (int gg = 0; gg < 2; gg++) /* the groups of 16 values: pairs p = 2gg, 2gg + 1 */
+                for (int k0 = 0; k0 < 4; k0 += ks) {
+                    __m512i s[4][4];
+                    for (int k = 0; k < ks; k++)
+                        for (int t = 0; t < NT; t++)
+                            s[k][t] = _mm512_setzero_si512();
+                    for (int q = 2 * gg; q < 2 * gg + 2; q++) {
+                        /* the same bytes X8K_AHEAD on, asked for as they are used (a block's
+                         * 27 lines asked for at once stall the loads behind them) */
+                        if (k0 == 0) {
+                            for (int v = 0; v < 3; v++)
+                                _mm_prefetch((const char *)pb->q[h][q][v] + X8K_AHEAD, _MM_HINT_T1);
+                            if (h == 1)
+                                _mm_prefetch((const char *)pb + 64 * q + X8K_AHEAD, _MM_HINT_T1);
+                        }
+                        for (int k = 0; k < ks; k++) {
+                            const __m512i w = q6_codes16(pb->q[h][q], k0 + k);
+                            for (int t = 0; t < NT; t++)
+                                s[k][t] = _mm512_dpbusd_epi32(s[k][t], w, act_pair(x[t][b].q + 128 * h + 32 * (k0 + k) + 8 * q));
+                        }
+                    }
+                    for (int k = 0; k < ks; k++) {
+                        const int i = 8 * h + 2 * (k0 + k) + gg;
+                        const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)pb->scales[i]));
+                        const __m512 wsc = ps_pairs8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+                        for (int t = 0; t < NT; t++) {
+                            const __m512 exact = _mm512_cvtepi32_ps(_mm512_sub_epi32(s[k][t], _mm512_set1_epi32(x[t][b].off16[i])));
+                            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(wsc, _mm512_set1_ps(x[t][b].ds[4 * h + k0 + k])), exact, acc[t]);
+                        }
+                    }
+                }
+    }
+    for (int t = 0; t < NT; t++)
+        store_row_pairs(y + (size_t)t * ys, acc[t]);
+}
+
+#else
+/* ---- Q4_K kept by eight rows, AVX2 ----
+ * Exactly the bytes of the eight rows it replaces, so the backend keeps it in place of the file's
+ * pages and it serves every product: one token, sequences decoding together, a prompt. Each
+ * 32-bit lane of a code vector holds four bytes of one row's packed nibbles: the low nibbles are
+ * four codes of sub-block 2j, the high ones the same four of sub-block 2j + 1, so one maddubs
+ * takes four codes of all eight rows. Each sub-block's integer sums are scaled
+ * in float with the eight rows' scales as one vector, instead of a shuffle and a madd per row and
+ * token; the rows' 6-bit scales stay packed, transposed so that eight rows unpack at once. A
+ * token's result is the same whatever the number of tokens in the call. */
 typedef struct x8k_q4_K {
     uint8_t codes[4][8][32]; /* [pair j][group g][row * 4 + i]: row r's byte qs[32j + 4g + i] */
     uint8_t scales[3][32];   /* [word w][k * 8 + row]: row r's byte scales[4w + k] */
@@ -1350,21 +1587,14 @@ AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t 
                     int32_t a, c;
                     memcpy(&a, x[t][b].q + 64 * j + 4 * g, 4);
                     memcpy(&c, x[t][b].q + 64 * j + 32 + 4 * g, 4);
-#if X86_VNNI
-                    slo[t] = _mm256_dpbusd_epi32(slo[t], lo, _mm256_set1_epi32(a));
-                    shi[t] = _mm256_dpbusd_epi32(shi[t], hi, _mm256_set1_epi32(c));
-#else
                     /* 16 products of 15 * 127 per 16-bit lane at most: no saturation */
                     slo[t] = _mm256_add_epi16(slo[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(a)));
                     shi[t] = _mm256_add_epi16(shi[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(c)));
-#endif
                 }
             }
             for (int t = 0; t < NT; t++) {
-#if !X86_VNNI
                 slo[t] = _mm256_madd_epi16(slo[t], _mm256_set1_epi16(1));
                 shi[t] = _mm256_madd_epi16(shi[t], _mm256_set1_epi16(1));
-#endif
                 const float xd = x[t][b].d;
                 acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j]), _mm256_set1_ps(xd * (float)x[t][b].s[2 * j])),
                                          i32_ps(slo[t]), acc[t]);
@@ -1382,7 +1612,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t 
 }
 
 
-/* ---- Q6_K kept by eight rows ----
+/* ---- Q6_K kept by eight rows, AVX2 ----
  * The same idea for Q6_K, again exactly the rows' bytes, in the order the kernel reads them (one
  * stream: with the low and high bits in separate regions it streamed at a third of the speed):
  * the rows' 16 scales transposed (one vector of eight rows each) and d, then per half block h and
@@ -1446,11 +1676,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
                         for (int k = 0; k < 4; k++) {
                             int32_t a;
                             memcpy(&a, x[t][b].q + 128 * h + 32 * k + 4 * g, 4);
-#if X86_VNNI
-                            s[k][t] = _mm256_dpbusd_epi32(s[k][t], q[k], _mm256_set1_epi32(a));
-#else
                             s[k][t] = _mm256_add_epi32(s[k][t], dot_u8s8(q[k], _mm256_set1_epi32(a)));
-#endif
                         }
                 }
                 for (int k = 0; k < 4; k++) {
@@ -1469,6 +1695,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
     for (int t = 0; t < NT; t++)
         _mm256_storeu_ps(y + (size_t)t * ys, acc[t]);
 }
+#endif
 
 /* The pass of one K-quant format, constant after inlining. */
 AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int NT, const void *packed, int64_t nb, const act_q8_256 *const x[4],

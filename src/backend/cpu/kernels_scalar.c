@@ -138,8 +138,12 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
                 sum += out[b].q[16 * g + i];
             out[b].bsums[g] = (int16_t)sum;
         }
-        for (int j = 0; j < 8; j++) /* |s * sum| < 127 * 32 * 127 < 2^24: exact in float */
+        for (int j = 0; j < 8; j++) { /* |s * sum| < 127 * 32 * 127 < 2^24: exact in float */
             out[b].ms[j] = (float)(out[b].s[j] * (out[b].bsums[2 * j] + out[b].bsums[2 * j + 1]));
+            out[b].ds[j] = out[b].d * (float)out[b].s[j];
+            out[b].off16[2 * j] = 16 * out[b].bsums[2 * j];
+            out[b].off16[2 * j + 1] = 16 * out[b].bsums[2 * j + 1];
+        }
     }
 }
 
