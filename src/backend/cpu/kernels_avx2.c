@@ -1266,12 +1266,12 @@ AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, const void *xq, si
     x8p_gemm_32(QUANT_Q8_0, packed, k, xq, xs, n_tok, y, ys);
 }
 
-/* Asks for every line of a block PREFETCH_AHEAD bytes on: the hardware prefetcher alone does not
- * keep two streaming cores busy (see PREFETCH_AHEAD). */
-AVX2 static inline void x8k_prefetch(const void *block, size_t bytes) {
-    for (size_t off = 0; off < bytes; off += 64)
-        _mm_prefetch((const char *)block + PREFETCH_AHEAD + off, _MM_HINT_T0);
-}
+/* How far ahead the K-quants' eight-row kernels ask for the weights, into the second-level cache,
+ * each line in turn as the codes before it are used (the VNNI kernels and AVX2's Q4_K). With four
+ * sequences decoding the 1.5B Qwen on the two-core Zen 4 this took the VNNI path from 84-88
+ * tokens/s (first-level prefetches, the same distance) to 98-104; 2 KB ahead into the second level
+ * fell to 73, 8 KB was no better than 4. */
+#define X8K_AHEAD 4096
 
 #if X86_VNNI
 /* ---- Q4_K and Q6_K kept by eight rows, VNNI: 512-bit lanes ----
@@ -1284,12 +1284,6 @@ AVX2 static inline void x8k_prefetch(const void *block, size_t bytes) {
  * lanes too, a row's two lanes added at the end, so the results differ from the AVX2 path's in
  * float order only (within the tolerance of the eight-row kernels; tested). A token's result is
  * the same whatever the number of tokens in the call. */
-
-/* How far ahead these kernels ask for the weights, into the second-level cache: each line asked
- * for in turn, as the codes before it are used. With four sequences decoding the 1.5B Qwen on the
- * two-core Zen 4 this took decode from 84-88 tokens/s (first-level prefetches, the same distance) to
- * 98-104; 2 KB ahead into the second level fell to 73, 8 KB was no better than 4. */
-#define X8K_AHEAD 4096
 
 /* Eight floats, each twice (lanes 2r and 2r + 1). */
 AVX2 static inline __m512 ps_pairs8(__m256 f) {
@@ -1573,7 +1567,12 @@ AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t 
         acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const x8k_q4_K *pb = p + b;
-        x8k_prefetch(pb, sizeof *pb);
+        /* as the VNNI kernel: 4 KB ahead into the second-level cache, the scales now and the
+         * codes as they are used (four sequences on Qwen2.5 1.5B, alternated: 54-67 tokens/s
+         * against 54-58 with the whole block asked for 2 KB ahead into the first level; Q6_K's
+         * kernel below lost a fifth the same way and keeps its first-level prefetches) */
+        for (size_t off = sizeof pb->codes; off < sizeof *pb; off += 64)
+            _mm_prefetch((const char *)pb + X8K_AHEAD + off, _MM_HINT_T1);
         float dsc[8][8], mn[8][8];
         x8k_scales_q4_K(pb, dsc, mn);
         for (int j = 0; j < 4; j++) {
@@ -1581,6 +1580,8 @@ AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t 
             for (int t = 0; t < NT; t++)
                 slo[t] = shi[t] = _mm256_setzero_si256();
             for (int g = 0; g < 8; g++) {
+                if (g % 2 == 0)
+                    _mm_prefetch((const char *)pb->codes[j][g] + X8K_AHEAD, _MM_HINT_T1);
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)pb->codes[j][g]);
                 const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
                 for (int t = 0; t < NT; t++) {
