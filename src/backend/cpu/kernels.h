@@ -44,6 +44,9 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n);
 /* The scales both take from a block's (sub-blocks') largest magnitude, shared by every path. */
 void cpu_q8_32_scale(float amax, float *d, float *id);
 void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]);
+/* A 256-value block's per-token products of d, s and bsums the kernels read (ms, ds, off16), set
+ * once d, s and bsums are; shared by every quantizer, so every path has the same bits. */
+void cpu_q8_256_products(act_q8_256 *a);
 /* The scalar half-precision conversions (core/f16.h in a loop), for paths without their own. */
 void cpu_f16_from_f32(const float *x, uint16_t *y, int64_t n);
 void cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n);

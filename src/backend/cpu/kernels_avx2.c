@@ -528,11 +528,8 @@ AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
             const __m128i r = _mm_hadd_epi32(q, q);
             out[b].bsums[2 * j] = (int16_t)_mm_cvtsi128_si32(r);
             out[b].bsums[2 * j + 1] = (int16_t)_mm_extract_epi32(r, 1);
-            out[b].ms[j] = (float)(out[b].s[j] * (out[b].bsums[2 * j] + out[b].bsums[2 * j + 1]));
-            out[b].ds[j] = out[b].d * (float)out[b].s[j];
-            out[b].off16[2 * j] = 16 * out[b].bsums[2 * j];
-            out[b].off16[2 * j + 1] = 16 * out[b].bsums[2 * j + 1];
         }
+        cpu_q8_256_products(&out[b]);
     }
 }
 
@@ -1273,6 +1270,37 @@ AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, const void *xq, si
  * fell to 73, 8 KB was no better than 4. */
 #define X8K_AHEAD 4096
 
+/* The kept Q4_K layouts' header (the same in both): row r's 12 scale bytes transposed, so that
+ * eight rows unpack at once (scales[w][k * 8 + r] = byte 4w + k), its d and dmin. */
+static void x8k_header_q4_K(const block_q4_K *w, int r, uint8_t scales[3][32], uint16_t d[8], uint16_t dmin[8]) {
+    for (int i = 0; i < 12; i++)
+        scales[i / 4][(i % 4) * 8 + r] = w->scales[i];
+    d[r] = w->d;
+    dmin[r] = w->dmin;
+}
+
+/* The eight rows' 6-bit scales and minimums from that header, every row at once: u = scales of
+ * sub-blocks 0-3, 4-7, minimums 0-3, 4-7, each byte [s % 4 * 8 + row] (sub-block s < 4: the low
+ * six bits of bytes s and s + 4; s >= 4: byte s + 4's nibbles below the top two bits of bytes
+ * s - 4 and s). */
+AVX2 static inline void x8k_scale_bytes_q4_K(const uint8_t scales[3][32], __m256i u[4]) {
+    const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+    const __m256i a = _mm256_loadu_si256((const __m256i *)scales[0]);
+    const __m256i bb = _mm256_loadu_si256((const __m256i *)scales[1]);
+    const __m256i c = _mm256_loadu_si256((const __m256i *)scales[2]);
+    u[0] = _mm256_and_si256(a, m6);
+    u[1] = _mm256_or_si256(_mm256_and_si256(c, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a, 6), m2), 4));
+    u[2] = _mm256_and_si256(bb, m6);
+    u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bb, 6), m2), 4));
+}
+
+/* The kept Q6_K layouts' header: row r's 16 scales transposed (one vector of eight rows each), d. */
+static void x8k_header_q6_K(const block_q6_K *w, int r, int8_t scales[16][8], uint16_t d[8]) {
+    for (int i = 0; i < 16; i++)
+        scales[i][r] = w->scales[i];
+    d[r] = w->d;
+}
+
 #if X86_VNNI
 /* ---- Q4_K and Q6_K kept by eight rows, VNNI: 512-bit lanes ----
  * The same bytes as the AVX2 layouts below, in another order: the codes come in 64-byte vectors of
@@ -1329,29 +1357,15 @@ static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void 
             for (int j = 0; j < 4; j++)
                 for (int g = 0; g < 8; g++)
                     memcpy(&p[b].codes[j][g / 2][8 * r + 4 * (g % 2)], w->qs + 32 * j + 4 * g, 4);
-            for (int i = 0; i < 12; i++)
-                p[b].scales[i / 4][(i % 4) * 8 + r] = w->scales[i];
-            p[b].d[r] = w->d;
-            p[b].dmin[r] = w->dmin;
+            x8k_header_q4_K(w, r, p[b].scales, p[b].d, p[b].dmin);
         }
 }
 
 /* A block's scales per pair j of sub-blocks, in lane 2r + e: d * the scale (dsc) and the minimum
- * (mn) of sub-block 2j + e. The 6-bit unpacking of every row at once (sub-block s < 4: the low six
- * bits of bytes s and s + 4; s >= 4: byte s + 4's nibbles below the top two bits of bytes s - 4 and
- * s), then each pair's 16 bytes (rows of 2j, rows of 2j + 1) interleaved. */
+ * (mn) of sub-block 2j + e: each pair's 16 unpacked bytes (rows of 2j, rows of 2j + 1) interleaved. */
 AVX2 static inline void x8k_scales_q4_K(const x8k_q4_K *pb, __m512 dsc[4], __m512 mn[4]) {
-    const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
-    const __m256i a = _mm256_loadu_si256((const __m256i *)pb->scales[0]);
-    const __m256i bb = _mm256_loadu_si256((const __m256i *)pb->scales[1]);
-    const __m256i c = _mm256_loadu_si256((const __m256i *)pb->scales[2]);
-    /* scales 0-3, 4-7, minimums 0-3, 4-7: [s % 4 * 8 + row] */
-    const __m256i u[4] = {
-        _mm256_and_si256(a, m6),
-        _mm256_or_si256(_mm256_and_si256(c, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a, 6), m2), 4)),
-        _mm256_and_si256(bb, m6),
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bb, 6), m2), 4)),
-    };
+    __m256i u[4];
+    x8k_scale_bytes_q4_K(pb->scales, u);
     const __m128i interleave = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
     const __m512 d = ps_pairs8(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d)));
     for (int j = 0; j < 4; j++) {
@@ -1433,9 +1447,7 @@ static void x8k_repack_q6_K(const void *rows, size_t row_bytes, int64_t k, void 
                     memcpy(&dst[1][lane], w->ql + 64 * h + 32 + 4 * g, 4);
                     memcpy(&dst[2][lane], w->qh + 32 * h + 4 * g, 4);
                 }
-            for (int i = 0; i < 16; i++)
-                p[b].scales[i][r] = w->scales[i];
-            p[b].d[r] = w->d;
+            x8k_header_q6_K(w, r, p[b].scales, p[b].d);
         }
 }
 
@@ -1528,28 +1540,17 @@ static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void 
             for (int j = 0; j < 4; j++)
                 for (int g = 0; g < 8; g++)
                     memcpy(&p[b].codes[j][g][4 * r], w->qs + 32 * j + 4 * g, 4);
-            for (int i = 0; i < 12; i++)
-                p[b].scales[i / 4][(i % 4) * 8 + r] = w->scales[i];
-            p[b].d[r] = w->d;
-            p[b].dmin[r] = w->dmin;
+            x8k_header_q4_K(w, r, p[b].scales, p[b].d, p[b].dmin);
         }
 }
 
-/* A block's eight rows' scales times d (dsc) and minimums (mn), per sub-block: the 6-bit
- * unpacking of every row at once (sub-block s < 4: the low six bits of bytes s and s + 4; s >= 4:
- * byte s + 4's nibbles below the top two bits of bytes s - 4 and s). */
+/* A block's eight rows' scales times d (dsc) and minimums (mn), per sub-block. */
 AVX2 static inline void x8k_scales_q4_K(const x8k_q4_K *pb, float dsc[8][8], float mn[8][8]) {
-    const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
-    const __m256i a = _mm256_loadu_si256((const __m256i *)pb->scales[0]);
-    const __m256i bb = _mm256_loadu_si256((const __m256i *)pb->scales[1]);
-    const __m256i c = _mm256_loadu_si256((const __m256i *)pb->scales[2]);
-    uint8_t u[4][32]; /* scales 0-3, 4-7, minimums 0-3, 4-7: [s % 4 * 8 + row] */
-    _mm256_storeu_si256((__m256i *)u[0], _mm256_and_si256(a, m6));
-    _mm256_storeu_si256((__m256i *)u[1], _mm256_or_si256(_mm256_and_si256(c, m4),
-                                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a, 6), m2), 4)));
-    _mm256_storeu_si256((__m256i *)u[2], _mm256_and_si256(bb, m6));
-    _mm256_storeu_si256((__m256i *)u[3], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4),
-                                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bb, 6), m2), 4)));
+    __m256i v[4];
+    x8k_scale_bytes_q4_K(pb->scales, v);
+    uint8_t u[4][32];
+    for (int i = 0; i < 4; i++)
+        _mm256_storeu_si256((__m256i *)u[i], v[i]);
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d));
     for (int s = 0; s < 8; s++) {
         const uint8_t *sc = u[s / 4] + 8 * (s % 4), *m = u[2 + s / 4] + 8 * (s % 4);
@@ -1596,10 +1597,9 @@ AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t 
             for (int t = 0; t < NT; t++) {
                 slo[t] = _mm256_madd_epi16(slo[t], _mm256_set1_epi16(1));
                 shi[t] = _mm256_madd_epi16(shi[t], _mm256_set1_epi16(1));
-                const float xd = x[t][b].d;
-                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j]), _mm256_set1_ps(xd * (float)x[t][b].s[2 * j])),
+                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j]), _mm256_set1_ps(x[t][b].ds[2 * j])),
                                          i32_ps(slo[t]), acc[t]);
-                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j + 1]), _mm256_set1_ps(xd * (float)x[t][b].s[2 * j + 1])),
+                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j + 1]), _mm256_set1_ps(x[t][b].ds[2 * j + 1])),
                                          i32_ps(shi[t]), acc[t]);
             }
         }
@@ -1642,9 +1642,7 @@ static void x8k_repack_q6_K(const void *rows, size_t row_bytes, int64_t k, void 
                     memcpy(&p[b].q[h][g][1][4 * r], w->ql + 64 * h + 32 + 4 * g, 4);
                     memcpy(&p[b].q[h][g][2][4 * r], w->qh + 32 * h + 4 * g, 4);
                 }
-            for (int i = 0; i < 16; i++)
-                p[b].scales[i][r] = w->scales[i];
-            p[b].d[r] = w->d;
+            x8k_header_q6_K(w, r, p[b].scales, p[b].d);
         }
 }
 
@@ -1687,8 +1685,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
                         /* the +32 of the codes out of the group's exact integer sum: 32 times the
                          * activations' code sum over the same 16 values */
                         const __m256i exact = _mm256_sub_epi32(s[k][t], _mm256_set1_epi32(32 * x[t][b].bsums[i]));
-                        const float xs = x[t][b].d * (float)x[t][b].s[4 * h + k];
-                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(wsc, _mm256_set1_ps(xs)), i32_ps(exact), acc[t]);
+                        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(wsc, _mm256_set1_ps(x[t][b].ds[4 * h + k])), i32_ps(exact), acc[t]);
                     }
                 }
             }

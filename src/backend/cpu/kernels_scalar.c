@@ -138,13 +138,17 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
                 sum += out[b].q[16 * g + i];
             out[b].bsums[g] = (int16_t)sum;
         }
-        for (int j = 0; j < 8; j++) { /* |s * sum| < 127 * 32 * 127 < 2^24: exact in float */
-            out[b].ms[j] = (float)(out[b].s[j] * (out[b].bsums[2 * j] + out[b].bsums[2 * j + 1]));
-            out[b].ds[j] = out[b].d * (float)out[b].s[j];
-            out[b].off16[2 * j] = 16 * out[b].bsums[2 * j];
-            out[b].off16[2 * j + 1] = 16 * out[b].bsums[2 * j + 1];
-        }
+        cpu_q8_256_products(&out[b]);
     }
+}
+
+void cpu_q8_256_products(act_q8_256 *a) {
+    for (int j = 0; j < 8; j++) { /* |s * sum| < 127 * 32 * 127 < 2^24: exact in float */
+        a->ms[j] = (float)(a->s[j] * (a->bsums[2 * j] + a->bsums[2 * j + 1]));
+        a->ds[j] = a->d * (float)a->s[j];
+    }
+    for (int g = 0; g < 16; g++)
+        a->off16[g] = 16 * a->bsums[g];
 }
 
 /* The scalar integer products: exact integer sums per block, then the block's float scales. */
