@@ -43,6 +43,11 @@ template <typename T> using dvec = std::vector<T, ke_allocator<T>>;
 bk_device *cpu = nullptr;
 gk_exec ex = { nullptr, 32 };
 
+/* A launch that returned 0 and whose kernels then finished without an error. */
+bool ran(int rc) {
+    return rc == 0 && ke_sync() == 0;
+}
+
 double nmse(const float *got, const float *want, size_t n) {
     double num = 0.0, den = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -98,10 +103,8 @@ double matmul_case(uint32_t type, int64_t n_out, int64_t n_in, int64_t n_tok, bo
     dvec<float> y((size_t)(ys * n_tok), NAN);
     std::vector<float> got, want;
     const dvec<float> x_ref = q8_x ? as_q8(x, xs, n_in, n_tok) : x;
-    if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), xs, n_tok, with_bias ? bias.data() : nullptr, y.data(),
-                  ys) != 0)
-        return INFINITY;
-    if (ke_sync() != 0)
+    if (!ran(gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), xs, n_tok, with_bias ? bias.data() : nullptr, y.data(),
+                       ys)))
         return INFINITY;
     for (int64_t t = 0; t < n_tok; t++)
         for (int64_t o = 0; o < n_out; o++) {
@@ -123,15 +126,11 @@ double decode_exact_case(uint32_t type, int64_t n_out, int64_t n_in, int variant
         fill_row(type, w.data() + (size_t)o * rb, n_in);
     const int64_t n_tok = GK_DECODE_TOKENS_MAX;
     dvec<float> x = random_floats((size_t)(n_in * n_tok)), batch((size_t)(n_out * n_tok)), alone((size_t)n_out);
-    if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), n_in, n_tok, nullptr, batch.data(), n_out) != 0)
-        return INFINITY;
-    if (ke_sync() != 0)
+    if (!ran(gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data(), n_in, n_tok, nullptr, batch.data(), n_out)))
         return INFINITY;
     double differ = 0;
     for (int64_t t = 0; t < n_tok; t++) {
-        if (gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data() + t * n_in, n_in, 1, nullptr, alone.data(), n_out) != 0)
-            return INFINITY;
-        if (ke_sync() != 0)
+        if (!ran(gk_matmul(&ex, variant, type, w.data(), rb, n_out, n_in, x.data() + t * n_in, n_in, 1, nullptr, alone.data(), n_out)))
             return INFINITY;
         for (int64_t o = 0; o < n_out; o++)
             differ += std::memcmp(&alone[(size_t)o], &batch[(size_t)(t * n_out + o)], sizeof(float)) != 0;
@@ -148,9 +147,7 @@ double get_rows_case(uint32_t type, int64_t ne0) {
         fill_row(type, table.data() + (size_t)r * rb, ne0);
     const dvec<int32_t> ids = { 5, 0, 8, 5 };
     dvec<float> y(ids.size() * (size_t)ne0), want(y.size());
-    if (gk_get_rows(&ex, type, table.data(), rb, ne0, ids.data(), (int64_t)ids.size(), y.data(), ne0) != 0)
-        return INFINITY;
-    if (ke_sync() != 0)
+    if (!ran(gk_get_rows(&ex, type, table.data(), rb, ne0, ids.data(), (int64_t)ids.size(), y.data(), ne0)))
         return INFINITY;
     for (size_t i = 0; i < ids.size(); i++)
         quant_dequantize(type, table.data() + (size_t)ids[i] * rb, want.data() + i * (size_t)ne0, ne0);
@@ -165,9 +162,7 @@ double rms_norm_case(int64_t ne0, int64_t group, bool weighted) {
     brasa_error err = {};
     bk_tensor xt = host(ne0, rows, x.data()), wt = host(group, 1, w.data()), rt = host(ne0, rows, want.data());
     check_cpu(cpu->ops->rms_norm(cpu, &xt, weighted ? &wt : nullptr, group, 1e-6f, &rt, &err), err);
-    if (gk_rms_norm(&ex, x.data(), ne0, rows, ne0, weighted ? w.data() : nullptr, group, 1e-6f, y.data(), ne0) != 0)
-        return INFINITY;
-    if (ke_sync() != 0)
+    if (!ran(gk_rms_norm(&ex, x.data(), ne0, rows, ne0, weighted ? w.data() : nullptr, group, 1e-6f, y.data(), ne0)))
         return INFINITY;
     return nmse(y.data(), want.data(), y.size());
 }
@@ -193,7 +188,7 @@ double elementwise_case(const std::string &op) {
         check_cpu(cpu->ops->glu(cpu, &at, &bt, act, &wt, &err), err);
         rc = gk_glu(&ex, a.data(), ne0, b.data(), ne0, got.data(), ne0, rows, ne0, act == BK_ACT_SILU ? 0 : 1);
     }
-    return rc != 0 || ke_sync() != 0 ? INFINITY : nmse(got.data(), want.data(), got.size());
+    return !ran(rc) ? INFINITY : nmse(got.data(), want.data(), got.size());
 }
 
 double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0) {
@@ -204,9 +199,7 @@ double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0
     bk_tensor wt = host(ne0, n_tok, want.data());
     const bk_rope_mode mode = neox ? BK_ROPE_NEOX : BK_ROPE_NORMAL;
     check_cpu(cpu->ops->rope(cpu, &wt, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, mode, &err), err);
-    if (gk_rope(&ex, x.data(), ne0, n_tok, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, neox) != 0)
-        return INFINITY;
-    if (ke_sync() != 0)
+    if (!ran(gk_rope(&ex, x.data(), ne0, n_tok, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, neox)))
         return INFINITY;
     return nmse(x.data(), want.data(), x.size());
 }
@@ -222,9 +215,7 @@ double f16_rows_case() {
     brasa_error err = {};
     bk_tensor st = host(ne0, rows, src.data()), dt = bk_view(nullptr, QUANT_F16, ne0, rows, want.data());
     check_cpu(cpu->ops->copy_rows(cpu, &st, &dt, 0, &err), err);
-    if (gk_f32_to_f16_rows(&ex, src.data(), ne0, got.data(), ne0, rows, ne0) != 0)
-        return INFINITY;
-    if (ke_sync() != 0)
+    if (!ran(gk_f32_to_f16_rows(&ex, src.data(), ne0, got.data(), ne0, rows, ne0)))
         return INFINITY;
     double differ = 0;
     for (size_t i = 0; i < got.size(); i++)
@@ -258,10 +249,8 @@ double attention_case(const attn_setup &a) {
     bk_tensor qt = host(q_ne0, n_tok, q.data()), ot = host(q_ne0, n_tok, want.data());
     bk_tensor kt = bk_view(nullptr, kv_type, kv_ne0, a.cache_rows, kd), vt = bk_view(nullptr, kv_type, kv_ne0, a.cache_rows, vd);
     check_cpu(cpu->ops->attention(cpu, &qt, &kt, &vt, a.pos.data(), &p, &ot, &err), err);
-    if (gk_attention(&ex, q.data(), q_ne0, kd, vd, a.f16, kv_ne0, a.cache_rows, a.pos.data(), n_tok, a.n_head, a.n_head_kv,
-                     a.head_dim, scale, a.softcap, a.window, got.data(), q_ne0) != 0)
-        return INFINITY;
-    if (ke_sync() != 0)
+    if (!ran(gk_attention(&ex, q.data(), q_ne0, kd, vd, a.f16, kv_ne0, a.cache_rows, a.pos.data(), n_tok, a.n_head, a.n_head_kv,
+                          a.head_dim, scale, a.softcap, a.window, got.data(), q_ne0)))
         return INFINITY;
     return nmse(got.data(), want.data(), got.size());
 }

@@ -274,6 +274,11 @@ template <> struct gk_codes<QUANT_F32> { static const bool value = false; };
 template <> struct gk_codes<QUANT_F16> { static const bool value = false; };
 template <> struct gk_codes<QUANT_BF16> { static const bool value = false; };
 
+/* Four signed bytes as one word, the first lowest (gp_dot4's operands). */
+static __device__ __forceinline__ int gk_pack4(const int8_t *q) {
+    return (int)((uint32_t)(uint8_t)q[0] | (uint32_t)(uint8_t)q[1] << 8 | (uint32_t)(uint8_t)q[2] << 16 | (uint32_t)(uint8_t)q[3] << 24);
+}
+
 /* The int8 prefill tile: 64 x 64 outputs per block of 256 threads as gk_matmul_tile_kernel, but
  * with weights as integer codes (a scale and a minimum per piece of eight) and each token's 32
  * values of a step quantized to 8 bits with one scale (round to nearest, as the CPU's 8-bit
@@ -322,10 +327,8 @@ __global__ void gk_matmul_q8_tile_kernel(const uint8_t *w, size_t w_row_bytes, i
             sum += xc[i];
         }
         for (int h = 0; h < 2; h++) {
-            wq[load_row][load_part * 2 + h] = (int)((uint32_t)(uint8_t)q[4 * h] | (uint32_t)(uint8_t)q[4 * h + 1] << 8 |
-                                                   (uint32_t)(uint8_t)q[4 * h + 2] << 16 | (uint32_t)(uint8_t)q[4 * h + 3] << 24);
-            xq[load_row][load_part * 2 + h] = (int)((uint32_t)(uint8_t)xc[4 * h] | (uint32_t)(uint8_t)xc[4 * h + 1] << 8 |
-                                                    (uint32_t)(uint8_t)xc[4 * h + 2] << 16 | (uint32_t)(uint8_t)xc[4 * h + 3] << 24);
+            wq[load_row][load_part * 2 + h] = gk_pack4(q + 4 * h);
+            xq[load_row][load_part * 2 + h] = gk_pack4(xc + 4 * h);
         }
         xsum[load_row][load_part] = sum;
         if (load_part == 0)
@@ -403,13 +406,6 @@ extern "C" const char *gk_variant_name(gk_kind kind, int v) {
     if (v < 0 || v >= gk_variants(kind))
         return "?";
     return kind == GK_DECODE ? decode[v] : prefill[v];
-}
-
-extern "C" int gk_variant_supports(gk_kind kind, int variant, uint32_t type) {
-    if (variant < 0 || variant >= gk_variants(kind) || !gk_supports(type))
-        return 0;
-    const bool float_type = type == QUANT_F32 || type == QUANT_F16 || type == QUANT_BF16;
-    return !(kind == GK_PREFILL && gk_prefill_int8[variant] && float_type);
 }
 
 extern "C" gk_kind gk_kind_of(int64_t n_tok) { return n_tok <= GK_DECODE_TOKENS_MAX ? GK_DECODE : GK_PREFILL; }
@@ -504,6 +500,19 @@ static int64_t gk_block_values(uint32_t type) {
 }
 
 extern "C" int gk_supports(uint32_t type) { return gk_block_values(type) > 0; }
+
+/* Whether a format has integer codes for the int8 tiles: gk_codes, as their launcher reads it. */
+static int gk_has_codes(uint32_t type) {
+#define GK_HAS_CODES(T) (int)gk_codes<T>::value
+    GK_FOR_TYPE(type, GK_HAS_CODES)
+#undef GK_HAS_CODES
+}
+
+extern "C" int gk_variant_supports(gk_kind kind, int variant, uint32_t type) {
+    if (variant < 0 || variant >= gk_variants(kind) || !gk_supports(type))
+        return 0;
+    return !(kind == GK_PREFILL && gk_prefill_int8[variant] && !gk_has_codes(type));
+}
 
 extern "C" int gk_matmul(const gk_exec *ex, int variant, uint32_t type, const void *w, size_t w_row_bytes, int64_t n_out,
                          int64_t n_in, const float *x, int64_t x_stride, int64_t n_tok, const float *bias, float *y,
