@@ -113,7 +113,12 @@ typedef struct brasa_model_desc {
     const char *tokenizer_error; /* why the tokenizer is unusable, or NULL when it works */
     const char *chat_template;   /* tokenizer.chat_template, or NULL */
     const char *run_error;       /* why brasa cannot run this model, or NULL when it can */
-    uint64_t weight_bytes_per_token; /* weight bytes one decoded token reads (0 when it cannot run) */
+    uint64_t weight_bytes_per_token; /* weight bytes one decoded token reads (0 when it cannot run);
+                                      * of a mixture of experts, only the experts a token uses */
+    int32_t n_expert;          /* {arch}.expert_count: 0 for a dense model */
+    int32_t n_expert_used;     /* {arch}.expert_used_count: experts each token is routed to */
+    int32_t n_ff_exp;          /* {arch}.expert_feed_forward_length */
+    int64_t n_params_active;   /* elements one token computes with (= n_params for a dense model) */
 } brasa_model_desc;
 
 void brasa_model_describe(const brasa_model *model, brasa_model_desc *desc);

@@ -7,12 +7,27 @@
 #include "core/error.h"
 #include "quant/quant.h"
 
-bk_tensor bk_view(bk_device *dev, uint32_t type, int64_t ne0, int64_t ne1, void *data) {
-    bk_tensor t = { type, ne0, ne1, 0, data, dev, false };
+bk_tensor bk_view3(bk_device *dev, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2, void *data) {
+    bk_tensor t = { type, ne0, ne1, ne2, 0, data, dev, false };
     uint64_t bytes = 0;
     quant_row_bytes(type, ne0, &bytes);
     t.row_bytes = (size_t)bytes;
     return t;
+}
+
+bk_tensor bk_view(bk_device *dev, uint32_t type, int64_t ne0, int64_t ne1, void *data) {
+    return bk_view3(dev, type, ne0, ne1, 1, data);
+}
+
+bk_tensor bk_expert(const bk_tensor *t, int64_t e) {
+    bk_tensor r = *t;
+    r.data = (char *)t->data + (size_t)e * (size_t)t->ne1 * t->row_bytes;
+    r.ne2 = 1;
+    return r;
+}
+
+uint64_t bk_bytes(const bk_tensor *t) {
+    return t->data ? (uint64_t)t->ne2 * (uint64_t)t->ne1 * (uint64_t)t->row_bytes : 0;
 }
 
 bk_tensor bk_rows(const bk_tensor *t, int64_t row0, int64_t n) {

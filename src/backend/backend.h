@@ -4,7 +4,8 @@
  * operations are the device's table of kernels, called on tensors that live on it. Model code only
  * names tensors and calls bk_* operations, so a GPU backend plugs in by filling one bk_device_ops
  * table, and a model can put some layers on one device and the rest on another, moving activations
- * with bk_copy. Tensors are 2-D: ne0 elements per row (contiguous), ne1 rows.
+ * with bk_copy. Tensors are 2-D: ne0 elements per row (contiguous), ne1 rows; a mixture-of-experts
+ * weight is 3-D, ne2 experts of ne1 rows each, one after the other (bk_expert views one).
  */
 #ifndef BRASA_BACKEND_H
 #define BRASA_BACKEND_H
@@ -19,9 +20,10 @@ typedef struct bk_device bk_device;
 typedef struct bk_buffer bk_buffer;
 
 typedef struct bk_tensor {
-    uint32_t type;   /* quant_type: weights may be quantized, activations are f32 */
+    uint32_t type;   /* quant_type: weights may be quantized, activations are f32 (expert ids i32) */
     int64_t ne0;     /* elements per row */
-    int64_t ne1;     /* rows */
+    int64_t ne1;     /* rows (of one expert) */
+    int64_t ne2;     /* experts: 1 but for a mixture-of-experts weight */
     size_t row_bytes;
     void *data;      /* device memory (for the CPU, a plain pointer, possibly into a mapped file) */
     bk_device *dev;  /* where the memory is; NULL for host memory */
@@ -38,6 +40,21 @@ typedef enum bk_act {
     BK_ACT_SILU,
     BK_ACT_GELU_TANH
 } bk_act;
+
+/* Rotary position embedding of n_head heads of head_dim per row; the first rope_dim dims of each
+ * head rotate. Pair i's angle at position p, with theta_e = p * base^(-2i/rope_dim) / factor_i:
+ * theta = freq_scale * theta_e (linear scaling; 1 for none), or with YaRN (ext_factor > 0) a blend
+ * of the two, theta = freq_scale * theta_e * (1 - r) + theta_e * r where r = ext_factor * (1 -
+ * clamp((i - corr_low) / max(0.001, corr_high - corr_low), 0, 1)); the rotation is scaled by mscale. */
+typedef struct bk_rope_params {
+    int32_t n_head, head_dim, rope_dim;
+    bk_rope_mode mode;
+    float base, freq_scale;
+    const bk_tensor *freq_factors; /* NULL, or (rope_dim / 2) f32 per-pair divisors (Llama 3's rope_freqs) on the device */
+    float ext_factor;              /* YaRN's extrapolation mix; 0: none */
+    float corr_low, corr_high;     /* YaRN: pairs below corr_low extrapolate, above corr_high interpolate */
+    float mscale;                  /* multiplies cos and sin: 1, or YaRN's attention factor */
+} bk_rope_params;
 
 typedef struct bk_attention_params {
     int32_t n_head, n_head_kv, head_dim;
@@ -89,10 +106,8 @@ typedef struct bk_device_ops {
     brasa_status (*add)(bk_device *dev, const bk_tensor *a, const bk_tensor *b, bk_tensor *y, brasa_error *err);
     /* x *= s, in place */
     brasa_status (*scale)(bk_device *dev, bk_tensor *x, float s, brasa_error *err);
-    /* rotary embedding in place: each row of x holds n_head heads of head_dim; row t is at pos[t];
-     * the first rope_dim dims of each head rotate with theta_i = pos * base^(-2i/rope_dim) * freq_scale */
-    brasa_status (*rope)(bk_device *dev, bk_tensor *x, int32_t n_head, int32_t head_dim, int32_t rope_dim, const int32_t *pos,
-                         float base, float freq_scale, bk_rope_mode mode, brasa_error *err);
+    /* rotary embedding in place (bk_rope_params): each row of x holds p->n_head heads; row t is at pos[t] */
+    brasa_status (*rope)(bk_device *dev, bk_tensor *x, const int32_t *pos, const bk_rope_params *p, brasa_error *err);
     /* y = act(gate) * up, elementwise */
     brasa_status (*glu)(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err);
     /* copies rows of src into dst starting at row dst_row (KV cache append): the same type, or f32
@@ -106,6 +121,25 @@ typedef struct bk_device_ops {
                               const bk_attention_params *p, bk_tensor *out, brasa_error *err);
     /* x = cap * tanh(x / cap), in place */
     brasa_status (*softcap)(bk_device *dev, bk_tensor *x, float cap, brasa_error *err);
+
+    /* ---- routed experts (mixture of experts); ids and weights stay on the device ---- */
+    /* For each token t (row of logits, n_expert wide): the k experts of largest logit (ties: the
+     * lower index first), in decreasing order, into ids (n_tok, k) i32, and their softmax
+     * probabilities over all n_expert into weights (n_tok, k) f32, divided by the k's sum when
+     * renorm (which is the softmax over the chosen k's logits). */
+    brasa_status (*moe_route)(bk_device *dev, const bk_tensor *logits, int32_t k, bool renorm, bk_tensor *ids,
+                              bk_tensor *weights, brasa_error *err);
+    /* Products by expert: for token t's slot j (of ids' k), row t*k + j of each outs[i].y is
+     * outs[i].w's expert ids[t][j] (w: ne2 experts of (n_out, n_in)) times x's row t when x has
+     * n_tok rows (the token's input, shared by its slots), or row t*k + j when x has n_tok*k rows.
+     * The slots that chose one expert go together, so each expert's weights are read once a batch;
+     * a slot's result does not depend on the others (bit for bit up to BK_BATCH_EXACT_MAX tokens).
+     * Biases (outs[i].bias) are not taken: NULL. */
+    brasa_status (*matmul_id)(bk_device *dev, const bk_tensor *x, const bk_tensor *ids, const bk_matmul_out *outs, int n,
+                              brasa_error *err);
+    /* out[t] = sum over j of weights[t][j] * y[t*k + j], j in order; y: (n_tok*k, ne0), weights: (n_tok, k) */
+    brasa_status (*moe_sum)(bk_device *dev, const bk_tensor *y, const bk_tensor *weights, bk_tensor *out, brasa_error *err);
+
     /* Optional (NULL: nothing to do). Readies a constant host tensor for use on dev now, as its
      * first use otherwise would (a GPU copies it into device memory), so that a model's weights
      * are uploaded once at context creation, with progress, instead of during the first tokens. */
@@ -129,8 +163,14 @@ const char *bk_cpu_kernels_name(const bk_device *dev);
 
 /* Makes a tensor view: rows of type `type` at data on dev. */
 bk_tensor bk_view(bk_device *dev, uint32_t type, int64_t ne0, int64_t ne1, void *data);
-/* The same tensor restricted to rows [row0, row0 + n). */
+/* A 3-D view: ne2 experts of ne1 rows each. */
+bk_tensor bk_view3(bk_device *dev, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2, void *data);
+/* The same tensor restricted to rows [row0, row0 + n) (of a 2-D tensor). */
 bk_tensor bk_rows(const bk_tensor *t, int64_t row0, int64_t n);
+/* Expert e of a 3-D tensor, as a 2-D tensor of ne1 rows. */
+bk_tensor bk_expert(const bk_tensor *t, int64_t e);
+/* Bytes of the whole tensor, every expert included; 0 for an absent one (data NULL). */
+uint64_t bk_bytes(const bk_tensor *t);
 
 /* Moves rows between tensors on possibly different devices (through the host when needed). */
 brasa_status bk_copy(const bk_tensor *src, bk_tensor *dst, brasa_error *err);

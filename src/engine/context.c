@@ -32,7 +32,6 @@ typedef struct ctx_seq {
  * first_layer to the next place's) and one batch's activations. */
 typedef struct ctx_place {
     fwd_place acts;     /* its device, first layer and activations, each with n_batch rows */
-    bk_tensor logits;   /* (n_batch, n_vocab) */
     bk_buffer *kv_buf, *act_buf;
 } ctx_place;
 
@@ -70,10 +69,6 @@ static bk_tensor carve_typed(bk_device *dev, uint32_t type, char *base, size_t *
     bk_tensor t = bk_view(dev, type, ne0, rows, base + *offset);
     *offset += (size_t)layout_bytes(ne0, rows, (uint32_t)quant_get(type)->type_size);
     return t;
-}
-
-static bk_tensor carve(bk_device *dev, char *base, size_t *offset, int64_t ne0, int64_t rows) {
-    return carve_typed(dev, QUANT_F32, base, offset, ne0, rows);
 }
 
 static bool is_cpu(const char *device) {
@@ -137,11 +132,11 @@ static brasa_status upload_weights(brasa_context *c, const brasa_context_params 
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     uint64_t total = 0, done = 0;
     for (size_t i = 0; i < n; i++)
-        total += (uint64_t)list[i]->ne1 * list[i]->row_bytes;
+        total += bk_bytes(list[i]);
     brasa_status st = BRASA_OK;
     for (size_t i = 0; i < n && st == BRASA_OK; i++) {
         st = c->gpu_dev->ops->keep(c->gpu_dev, list[i], err);
-        done += (uint64_t)list[i]->ne1 * list[i]->row_bytes;
+        done += bk_bytes(list[i]);
         if (p->progress && st == BRASA_OK)
             p->progress(total ? (float)((double)done / (double)total) : 1.0f, p->progress_user_data);
     }
@@ -174,8 +169,7 @@ static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa
     if (st != BRASA_OK)
         return st;
 
-    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
-    const int64_t B = c->n_batch, V = hp->n_vocab;
+    const int64_t KV = (int64_t)hp->n_head_kv * hp->head_dim, V = hp->n_vocab;
     const uint32_t kv_type = layout_kv_quant(p);
     size_t off[FWD_PLACES_MAX] = { 0 };
     for (int64_t s = 0; s < c->n_seq; s++) {
@@ -197,16 +191,9 @@ static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa
         bk_device *dev = a->dev;
         char *act = dev->ops->buffer_base(c->places[i].act_buf);
         size_t at = 0;
-        a->x = carve(dev, act, &at, E, B);
-        a->h = carve(dev, act, &at, E, B);
-        a->o = carve(dev, act, &at, E, B);
-        a->q = carve(dev, act, &at, Q, B);
-        a->att = carve(dev, act, &at, Q, B);
-        a->k = carve(dev, act, &at, KV, B);
-        a->v = carve(dev, act, &at, KV, B);
-        a->gate = carve(dev, act, &at, hp->n_ff, B);
-        a->up = carve(dev, act, &at, hp->n_ff, B);
-        c->places[i].logits = carve(dev, act, &at, V, B);
+        for (int k = 0; k < fwd_act_count; k++)
+            *fwd_act_at(&a->a, k) = carve_typed(dev, fwd_act_defs[k].type, act, &at, arch_dim_size(hp, fwd_act_defs[k].width),
+                                                fwd_act_rows(hp, k, c->n_batch));
     }
     return BRASA_OK;
 }
@@ -416,18 +403,13 @@ static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq,
     fwd_place places[FWD_PLACES_MAX];
     for (int i = 0; i < c->n_places; i++) {
         const fwd_place *a = &c->places[i].acts;
-        places[i] = (fwd_place){
-            .dev = a->dev, .first_layer = a->first_layer,
-            .x = bk_rows(&a->x, 0, n), .h = bk_rows(&a->h, 0, n), .o = bk_rows(&a->o, 0, n),
-            .q = bk_rows(&a->q, 0, n), .k = bk_rows(&a->k, 0, n), .v = bk_rows(&a->v, 0, n),
-            .att = bk_rows(&a->att, 0, n), .gate = bk_rows(&a->gate, 0, n), .up = bk_rows(&a->up, 0, n),
-        };
+        places[i] = (fwd_place){ .dev = a->dev, .first_layer = a->first_layer, .a = fwd_acts_rows(&a->a, &m->hp, n) };
     }
     const ctx_place *head = &c->places[c->n_places - 1]; /* the output head runs on the last place */
     fwd f = {
         .places = places, .n_places = c->n_places, .hp = &m->hp, .w = &m->weights, .n = n, .tokens = tokens,
         .pos = c->pos, .seqs = c->fseqs, .n_seqs = n_segs, .logits_first = first,
-        .logits = bk_rows(&head->logits, 0, n - first), .err = err,
+        .logits = bk_rows(&head->acts.a.logits, 0, n - first), .err = err,
     };
     brasa_status st = m->arch->forward(&f);
     if (st != BRASA_OK)

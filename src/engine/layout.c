@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "models/decoder.h"
 #include "platform/platform.h"
 #include "quant/quant.h"
 
@@ -14,6 +15,14 @@ uint64_t layout_bytes(int64_t n, int64_t rows, uint32_t elem_bytes) {
 
 uint64_t layout_f32_bytes(int64_t n, int64_t rows) {
     return layout_bytes(n, rows, sizeof(float));
+}
+
+uint64_t layout_act_bytes(const arch_hparams *hp, int64_t n_batch) {
+    uint64_t sum = 0;
+    for (int i = 0; i < fwd_act_count; i++)
+        sum += layout_bytes(arch_dim_size(hp, fwd_act_defs[i].width), fwd_act_rows(hp, i, n_batch),
+                            (uint32_t)quant_get(fwd_act_defs[i].type)->type_size);
+    return sum;
 }
 
 uint32_t layout_kv_quant(const brasa_context_params *p) {
@@ -58,15 +67,13 @@ brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, co
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d threads is beyond the limit of 1024", p.n_threads);
     out->params = p;
 
-    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
-    const int64_t B = p.n_batch;
+    const int64_t KV = (int64_t)hp->n_head_kv * hp->head_dim;
     const uint32_t kv_elem = (uint32_t)quant_get(layout_kv_quant(&p))->type_size;
     for (int il = 0; il < hp->n_layer; il++) {
         out->kv_bytes += layout_layer_kv_bytes(hp, il, &p);
         out->kv_bytes_full += 2 * (uint64_t)p.n_seq * layout_bytes(KV, p.n_ctx, kv_elem);
     }
-    out->act_bytes = 3 * layout_f32_bytes(E, B) + 2 * layout_f32_bytes(Q, B) + 2 * layout_f32_bytes(KV, B) +
-                     2 * layout_f32_bytes(hp->n_ff, B) + layout_f32_bytes(hp->n_vocab, B);
+    out->act_bytes = layout_act_bytes(hp, p.n_batch);
     out->logit_bytes = (uint64_t)p.n_seq * (uint64_t)hp->n_vocab * sizeof(float);
     return BRASA_OK;
 }

@@ -33,6 +33,9 @@ brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, co
 uint64_t layout_bytes(int64_t n, int64_t rows, uint32_t elem_bytes);
 uint64_t layout_f32_bytes(int64_t n, int64_t rows);
 
+/* A batch of n_batch tokens' activations (decoder.h's table), as the context carves them. */
+uint64_t layout_act_bytes(const arch_hparams *hp, int64_t n_batch);
+
 /* The keys and values of layer il for every sequence of resolved params (the layer's share of kv_bytes). */
 uint64_t layout_layer_kv_bytes(const arch_hparams *hp, int il, const brasa_context_params *p);
 

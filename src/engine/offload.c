@@ -3,21 +3,6 @@
 
 #include "engine/layout.h"
 
-#define LAYER_TENSORS 16
-
-/* A layer's tensors (absent ones have data == NULL). */
-static void layer_tensors(const arch_layer *l, const bk_tensor *ts[LAYER_TENSORS]) {
-    const bk_tensor *all[LAYER_TENSORS] = { &l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->bq, &l->bk, &l->bv,
-                                            &l->q_norm, &l->k_norm, &l->attn_post_norm, &l->ffn_norm, &l->ffn_gate,
-                                            &l->ffn_up, &l->ffn_down, &l->ffn_post_norm };
-    for (int i = 0; i < LAYER_TENSORS; i++)
-        ts[i] = all[i];
-}
-
-static uint64_t tensor_bytes(const bk_tensor *t) {
-    return t->data ? (uint64_t)t->ne1 * t->row_bytes : 0;
-}
-
 static void add(const bk_tensor *t, const bk_tensor **out, size_t cap, size_t *n) {
     if (!t->data)
         return;
@@ -37,25 +22,14 @@ size_t offload_gpu_tensors(const arch_hparams *hp, const arch_weights *w, int32_
         return 0;
     if (embd_on_gpu(first_gpu_layer))
         add(&w->tok_embd, out, cap, &n);
-    for (int32_t il = first_gpu_layer < 0 ? 0 : first_gpu_layer; il < hp->n_layer; il++) {
-        const bk_tensor *ts[LAYER_TENSORS];
-        layer_tensors(&w->layers[il], ts);
-        for (int i = 0; i < LAYER_TENSORS; i++)
-            add(ts[i], out, cap, &n);
-    }
+    for (int32_t il = first_gpu_layer < 0 ? 0 : first_gpu_layer; il < hp->n_layer; il++)
+        for (int i = 0; i < arch_layer_tensor_count; i++)
+            add(arch_layer_tensor(&w->layers[il], i), out, cap, &n);
+    add(&w->rope_freqs, out, cap, &n);
     add(&w->output_norm, out, cap, &n);
     if (!(embd_on_gpu(first_gpu_layer) && head_is_embd(w)))
         add(&w->output, out, cap, &n);
     return n;
-}
-
-static uint64_t layer_weight_bytes(const arch_layer *l) {
-    const bk_tensor *ts[LAYER_TENSORS];
-    layer_tensors(l, ts);
-    uint64_t bytes = 0;
-    for (int i = 0; i < LAYER_TENSORS; i++)
-        bytes += tensor_bytes(ts[i]);
-    return bytes;
 }
 
 int32_t offload_layers(const arch_hparams *hp, const arch_weights *w, const brasa_context_params *p, uint64_t act_bytes,
@@ -71,13 +45,13 @@ int32_t offload_layers(const arch_hparams *hp, const arch_weights *w, const bras
         return 0;
     const uint64_t budget = free_bytes - reserve - act_bytes;
     const uint64_t weights = weights_in_place ? 0 : 1; /* a factor: in place, weights take no device memory */
-    uint64_t used = weights * (tensor_bytes(&w->output_norm) + tensor_bytes(&w->output));
+    uint64_t used = weights * (bk_bytes(&w->output_norm) + bk_bytes(&w->output));
     int32_t n = 0;
     while (n < L) {
         const int32_t il = L - 1 - n;
-        uint64_t more = weights * layer_weight_bytes(&w->layers[il]) + layout_layer_kv_bytes(hp, il, p);
+        uint64_t more = weights * arch_layer_bytes(&w->layers[il]) + layout_layer_kv_bytes(hp, il, p);
         if (il == 0 && !head_is_embd(w))
-            more += weights * tensor_bytes(&w->tok_embd);
+            more += weights * bk_bytes(&w->tok_embd);
         if (used + more > budget)
             break;
         used += more;

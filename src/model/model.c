@@ -28,20 +28,6 @@ static size_t keep_string(buf *b, const gguf_file *f, const char *key) {
     return at;
 }
 
-static int32_t arch_i32(const gguf_file *f, const char *arch, const char *suffix, int32_t fallback) {
-    char key[256];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    int32_t v;
-    return gguf_get_i32(f, key, &v) ? v : fallback;
-}
-
-static float arch_f32(const gguf_file *f, const char *arch, const char *suffix, float fallback) {
-    char key[256];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    float v;
-    return gguf_get_f32(f, key, &v) ? v : fallback;
-}
-
 static brasa_status describe(brasa_model *m, brasa_error *err) {
     const gguf_file *f = m->file;
     brasa_model_desc *d = &m->desc;
@@ -78,17 +64,24 @@ static brasa_status describe(brasa_model *m, brasa_error *err) {
         d->n_params += t->n_elements; /* each tensor lies inside the file, so this cannot overflow */
         d->tensor_bytes += t->bytes;
     }
-    d->n_layer = arch_i32(f, arch, "block_count", 0);
-    d->n_embd = arch_i32(f, arch, "embedding_length", 0);
-    d->n_ff = arch_i32(f, arch, "feed_forward_length", 0);
-    d->n_head = arch_i32(f, arch, "attention.head_count", 0);
-    d->n_head_kv = arch_i32(f, arch, "attention.head_count_kv", d->n_head);
-    d->head_dim = arch_i32(f, arch, "attention.key_length", d->n_head > 0 ? d->n_embd / d->n_head : 0);
-    d->n_ctx_train = arch_i32(f, arch, "context_length", 0);
-    d->rope_dim = arch_i32(f, arch, "rope.dimension_count", d->head_dim);
-    d->rope_freq_base = arch_f32(f, arch, "rope.freq_base", 10000.0f);
-    d->rope_scaling_factor = arch_f32(f, arch, "rope.scaling.factor", 0.0f);
-    d->sliding_window = arch_i32(f, arch, "attention.sliding_window", 0);
+    /* the shape from the hyper-parameters, read once; as far as they could be read when brasa
+     * cannot run the model (bind_architecture says why) */
+    const arch_hparams *hp = &m->hp;
+    d->n_layer = hp->n_layer;
+    d->n_embd = hp->n_embd;
+    d->n_ff = hp->n_ff;
+    d->n_head = hp->n_head;
+    d->n_head_kv = hp->n_head_kv;
+    d->head_dim = hp->head_dim;
+    d->n_ctx_train = hp->n_ctx_train;
+    d->rope_dim = hp->rope_dim;
+    d->rope_freq_base = hp->rope_base;
+    d->rope_scaling_factor = hp->rope_scaling_factor;
+    d->sliding_window = hp->sliding_window;
+    d->n_expert = hp->n_expert;
+    d->n_expert_used = hp->n_expert_used;
+    d->n_ff_exp = hp->n_ff_exp;
+    d->n_params_active = d->n_params;
     d->n_vocab = m->vocab.n_tokens;
     d->vocab_type = m->vocab.type;
     d->tokenizer_error = m->tokenizer_error[0] ? m->tokenizer_error : NULL;
@@ -121,39 +114,37 @@ static void warm_pages(const brasa_model *m, const brasa_model_params *params) {
     params->progress(1.0f, params->progress_user_data);
 }
 
-static uint64_t tensor_bytes(const bk_tensor *t) {
-    return t->data ? (uint64_t)t->row_bytes * (uint64_t)t->ne1 : 0;
-}
-
-/* What decoding one token reads: every layer's weights, the output head, one embedding row. */
-static uint64_t weight_bytes_per_token(const arch_hparams *hp, const arch_weights *w) {
-    uint64_t sum = tensor_bytes(&w->output_norm) + tensor_bytes(&w->output) + w->tok_embd.row_bytes;
-    for (int i = 0; i < hp->n_layer; i++) {
-        const bk_tensor *t = &w->layers[i].attn_norm;
-        for (size_t k = 0; k < sizeof(arch_layer) / sizeof(bk_tensor); k++)
-            sum += tensor_bytes(t + k);
-    }
+/* Elements one token computes with: every tensor's, but of routed experts only the used share. */
+static int64_t active_params(const brasa_model *m) {
+    int64_t sum = m->desc.n_params;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        for (int i = 0; i < arch_layer_tensor_count; i++) {
+            const bk_tensor *t = arch_layer_tensor(&m->weights.layers[il], i);
+            if (t->data && t->ne2 > 1)
+                sum -= t->ne0 * t->ne1 * (t->ne2 - m->hp.n_expert_used);
+        }
     return sum;
 }
 
 /* Binds the architecture's weights. A model brasa cannot run can still be described, so failures
  * here are kept as run_error rather than failing the open. */
-static void bind_architecture(brasa_model *m) {
+static void bind_architecture(brasa_model *m, const arch_def *arch, brasa_status hparams_status, const char *hparams_error) {
     brasa_error e;
     err_clear(&e);
-    const arch_def *arch = arch_find(m->desc.architecture);
     if (!arch) {
         snprintf(m->run_error, sizeof m->run_error, "architecture '%s' is not supported (brasa runs %s)",
                  m->desc.architecture, arch_names());
-    } else if (arch->load(m->file, &m->hp, &m->weights, &e) != BRASA_OK) {
+    } else if (hparams_status != BRASA_OK) {
+        snprintf(m->run_error, sizeof m->run_error, "%s", hparams_error);
+    } else if (arch_bind_weights(m->file, arch, &m->hp, &m->weights, &e) != BRASA_OK) {
         snprintf(m->run_error, sizeof m->run_error, "%s", e.message);
         arch_weights_free(&m->weights);
     } else if (m->vocab.type == BRASA_VOCAB_NONE) {
         snprintf(m->run_error, sizeof m->run_error, "%s", m->tokenizer_error);
     } else {
         m->arch = arch;
-        m->hp.n_vocab = (int32_t)m->weights.output.ne1;
-        m->desc.weight_bytes_per_token = weight_bytes_per_token(&m->hp, &m->weights);
+        m->desc.weight_bytes_per_token = arch_active_bytes(&m->hp, &m->weights);
+        m->desc.n_params_active = active_params(m);
     }
     m->desc.run_error = m->run_error[0] ? m->run_error : NULL;
 }
@@ -177,10 +168,24 @@ brasa_status model_open_gguf(gguf_file *file, const brasa_model_params *params, 
     } else if (st != BRASA_OK) {
         err_set(err, st, "%s", tok_err.message);
     }
-    if (st == BRASA_OK)
+    /* the hyper-parameters, once: describing the model and binding its weights both use them */
+    const arch_def *arch = NULL;
+    brasa_status hp_status = BRASA_OK;
+    brasa_error hp_err;
+    err_clear(&hp_err);
+    if (st == BRASA_OK) {
+        gguf_str name = { "", 0 };
+        char arch_name[64] = "";
+        if (gguf_get_str(file, "general.architecture", &name) && name.len < sizeof arch_name) {
+            memcpy(arch_name, name.data, name.len);
+            arch_name[name.len] = '\0';
+        }
+        arch = arch_find(arch_name);
+        hp_status = arch_read_hparams(file, arch, &m->hp, &hp_err);
         st = describe(m, err);
+    }
     if (st == BRASA_OK)
-        bind_architecture(m);
+        bind_architecture(m, arch, hp_status, hp_err.message);
     if (st != BRASA_OK) {
         brasa_model_free(m);
         return st;

@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "models/arch.h"
+#include "quant/quant.h"
 
 /* The rows of a batch that belong to one sequence, and that sequence's KV cache. A sequence's rows
  * are consecutive and at consecutive positions (pos[row0] on). */
@@ -14,6 +15,50 @@ typedef struct fwd_seq {
     bk_tensor *k_cache, *v_cache; /* (n_layer) each (n_ctx, n_head_kv*head_dim) */
 } fwd_seq;
 
+/* A batch's activations, one table: each a tensor of (rows, width), width from the
+ * hyper-parameters, rows the batch's tokens or, for the routed experts' products, its tokens
+ * times the experts each uses (a slot per token and chosen expert). The context plans, carves
+ * and views them from this list alone. X(name, width, per_slot, type) */
+#define FWD_ACTS(X)                                                                               \
+    X(x, ARCH_DIM_EMBD, false, QUANT_F32)           /* the residual stream */                     \
+    X(h, ARCH_DIM_EMBD, false, QUANT_F32)           /* normalized input of a sub-layer */         \
+    X(o, ARCH_DIM_EMBD, false, QUANT_F32)           /* a sub-layer's output */                    \
+    X(q, ARCH_DIM_Q, false, QUANT_F32)                                                            \
+    X(att, ARCH_DIM_Q, false, QUANT_F32)            /* attention output before wo */              \
+    X(k, ARCH_DIM_KV, false, QUANT_F32)                                                           \
+    X(v, ARCH_DIM_KV, false, QUANT_F32)                                                           \
+    X(gate, ARCH_DIM_FF, false, QUANT_F32)          /* dense FFN */                               \
+    X(up, ARCH_DIM_FF, false, QUANT_F32)                                                          \
+    X(router, ARCH_DIM_EXPERTS, false, QUANT_F32)   /* the router's logits */                     \
+    X(expert_ids, ARCH_DIM_EXPERTS_USED, false, QUANT_I32) /* each token's chosen experts */      \
+    X(expert_w, ARCH_DIM_EXPERTS_USED, false, QUANT_F32)   /* and their weights */                \
+    X(gate_exp, ARCH_DIM_FF_EXP, true, QUANT_F32)   /* per slot: an expert's gate, up, down */    \
+    X(up_exp, ARCH_DIM_FF_EXP, true, QUANT_F32)                                                   \
+    X(down_exp, ARCH_DIM_EMBD, true, QUANT_F32)                                                   \
+    X(logits, ARCH_DIM_VOCAB, false, QUANT_F32)
+
+#define FWD_ACT_FIELD(name, width, per_slot, type) bk_tensor name;
+typedef struct fwd_acts {
+    FWD_ACTS(FWD_ACT_FIELD)
+} fwd_acts;
+#undef FWD_ACT_FIELD
+
+typedef struct fwd_act_def {
+    const char *name;
+    size_t offset; /* of its tensor in fwd_acts */
+    arch_dim width;
+    bool per_slot; /* rows: tokens times n_expert_used */
+    uint32_t type; /* quant_type: f32, or i32 for expert ids */
+} fwd_act_def;
+extern const fwd_act_def fwd_act_defs[];
+extern const int fwd_act_count;
+/* Activation i of a set. */
+bk_tensor *fwd_act_at(fwd_acts *a, int i);
+/* Rows activation i takes for a batch of n tokens (0 when the model does not use it: a width of 0). */
+int64_t fwd_act_rows(const arch_hparams *hp, int i, int64_t n);
+/* The same set restricted to a batch of n tokens. */
+fwd_acts fwd_acts_rows(const fwd_acts *a, const arch_hparams *hp, int64_t n);
+
 /* A device and a batch's activations in its memory (views sized for the batch). A pass runs on one
  * place, or on two when a GPU holds only the last layers: place i runs layers first_layer .. up
  * to the next place's first; the embedding lookup runs on the first place, the output head on the
@@ -21,7 +66,7 @@ typedef struct fwd_seq {
 typedef struct fwd_place {
     bk_device *dev;
     int32_t first_layer;
-    bk_tensor x, h, o, q, k, v, att, gate, up; /* as in fwd below */
+    fwd_acts a;
 } fwd_place;
 
 #define FWD_PLACES_MAX 2
@@ -40,17 +85,11 @@ typedef struct fwd {
     int64_t n;              /* tokens in the batch */
     const int32_t *tokens;  /* (n) */
     const int32_t *pos;     /* (n) each token's position in its sequence */
-    bk_tensor x;            /* (n, n_embd) the residual stream */
-    bk_tensor h;            /* (n, n_embd) normalized input of a sub-layer */
-    bk_tensor o;            /* (n, n_embd) a sub-layer's output */
-    bk_tensor q;            /* (n, n_head*head_dim) */
-    bk_tensor k, v;         /* (n, n_head_kv*head_dim) */
-    bk_tensor att;          /* (n, n_head*head_dim) attention output before wo */
-    bk_tensor gate, up;     /* (n, n_ff) */
+    fwd_acts a;             /* the current place's activations (fwd_acts), n rows each */
     const fwd_seq *seqs;    /* (n_seqs) covering rows 0..n-1 in order */
     int n_seqs;
     int64_t logits_first;   /* logits are wanted for tokens logits_first .. n-1 */
-    bk_tensor logits;       /* (n - logits_first, n_vocab) */
+    bk_tensor logits;       /* (n - logits_first, n_vocab) on the last place */
     brasa_error *err;
 } fwd;
 
@@ -72,12 +111,16 @@ brasa_status fwd_norm(fwd *f, const bk_tensor *in, const bk_tensor *weight, bk_t
 brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
 /* out = down(act(gate · in) * (up · in)) */
 brasa_status fwd_ffn(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
+/* Routed experts: each token's n_expert_used experts of largest router logit, each a gated FFN
+ * like fwd_ffn, their outputs summed with the router's (renormalized) softmax weights. */
+brasa_status fwd_moe(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
 /* x += o */
 brasa_status fwd_residual(fwd *f, const bk_tensor *o);
 /* logits = output · rmsnorm(x) for the wanted tokens, softcapped when the model says so */
 brasa_status fwd_output(fwd *f);
 
-/* The pre-norm decoder of the llama family: x += attn(norm(x)); x += ffn(norm(x)). */
+/* The pre-norm decoder of the llama family: x += attn(norm(x)); x += ffn(norm(x)), the FFN a
+ * mixture of experts in a layer that has a router. */
 brasa_status fwd_standard_decoder(fwd *f);
 
 #endif

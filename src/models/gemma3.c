@@ -12,40 +12,38 @@
 #define GEMMA3_SWA_PATTERN 6          /* five local layers, then one global */
 #define GEMMA3_ROPE_BASE_LOCAL 10000.0f
 
-static brasa_status gemma3_load(const gguf_file *f, arch_hparams *hp, arch_weights *w, brasa_error *err) {
-    brasa_status st = arch_read_common(f, "gemma3", hp, err);
-    if (st != BRASA_OK)
-        return st;
+static brasa_status gemma3_hparams(const gguf_file *f, arch_hparams *hp, brasa_error *err) {
     hp->rope_mode = BK_ROPE_NEOX;
     hp->ffn_act = BK_ACT_GELU_TANH;
     hp->embd_scale = sqrtf((float)hp->n_embd);
-    hp->swa_pattern = GEMMA3_SWA_PATTERN;
-    gguf_get_i32(f, "gemma3.attention.sliding_window_pattern", &hp->swa_pattern);
+    if (!gguf_find(f, "gemma3.attention.sliding_window_pattern"))
+        hp->swa_pattern = GEMMA3_SWA_PATTERN;
     hp->rope_base_local = GEMMA3_ROPE_BASE_LOCAL;
     gguf_get_f32(f, "gemma3.rope.local.freq_base", &hp->rope_base_local);
-    if (hp->swa_pattern < 0 || !(hp->rope_base_local > 1.0f))
-        return err_set(err, BRASA_ERR_FORMAT, "gemma3 sliding-window pattern %d or local rope base %g is invalid",
-                       hp->swa_pattern, (double)hp->rope_base_local);
-    return arch_bind_standard(f, hp, (arch_tensor_set){ .qk_norm = true, .post_norms = true }, w, err);
+    if (!(hp->rope_base_local > 1.0f))
+        return err_set(err, BRASA_ERR_FORMAT, "gemma3 local rope base %g is invalid", (double)hp->rope_base_local);
+    return BRASA_OK;
 }
 
 static brasa_status gemma3_forward(fwd *f) {
     FWD_TRY(fwd_embed(f));
     for (int il = 0; il < f->hp->n_layer; il++) {
         const arch_layer *l = &f->w->layers[il];
+        fwd_acts *a = &f->a;
         FWD_TRY(fwd_layer_start(f, il));
         /* attention sub-layer, normalized before and after */
-        FWD_TRY(fwd_norm(f, &f->x, &l->attn_norm, &f->h));
-        FWD_TRY(fwd_self_attention(f, il, &f->h, &f->o));
-        FWD_TRY(fwd_norm(f, &f->o, &l->attn_post_norm, &f->o));
-        FWD_TRY(fwd_residual(f, &f->o));
+        FWD_TRY(fwd_norm(f, &a->x, &l->attn_norm, &a->h));
+        FWD_TRY(fwd_self_attention(f, il, &a->h, &a->o));
+        FWD_TRY(fwd_norm(f, &a->o, &l->attn_post_norm, &a->o));
+        FWD_TRY(fwd_residual(f, &a->o));
         /* GeGLU feed-forward sub-layer, likewise */
-        FWD_TRY(fwd_norm(f, &f->x, &l->ffn_norm, &f->h));
-        FWD_TRY(fwd_ffn(f, il, &f->h, &f->o));
-        FWD_TRY(fwd_norm(f, &f->o, &l->ffn_post_norm, &f->o));
-        FWD_TRY(fwd_residual(f, &f->o));
+        FWD_TRY(fwd_norm(f, &a->x, &l->ffn_norm, &a->h));
+        FWD_TRY(fwd_ffn(f, il, &a->h, &a->o));
+        FWD_TRY(fwd_norm(f, &a->o, &l->ffn_post_norm, &a->o));
+        FWD_TRY(fwd_residual(f, &a->o));
     }
     return fwd_output(f);
 }
 
-const arch_def arch_gemma3 = { "gemma3", gemma3_load, gemma3_forward };
+const arch_def arch_gemma3 = { "gemma3", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_POST_NORMS | ARCH_T_FFN, ARCH_T_QKV_BIAS,
+                               gemma3_hparams, gemma3_forward };

@@ -68,23 +68,11 @@ static int layer_of(const char *name) {
 
 static bool read_shape(const gguf_file *f, const char *arch, fit_model *m, brasa_error *err) {
     const arch_def *def = arch_find(arch);
-    if (def) {
-        arch_weights w;
-        memset(&w, 0, sizeof w);
-        brasa_status st = def->load(f, &m->hp, &w, err);
-        arch_weights_free(&w);
-        if (st == BRASA_OK)
-            return true;
-    }
-    /* an architecture brasa does not run: the generic keys, with any window treated as global
-     * (every layer keeps the whole context) unless the file gives the pattern */
-    if (arch_read_common(f, arch, &m->hp, err) != BRASA_OK)
+    if (arch_read_hparams(f, def, &m->hp, err) != BRASA_OK)
         return false;
-    char key[160];
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
-    m->hp.swa_pattern = 1;
-    gguf_get_i32(f, key, &m->hp.swa_pattern);
-    if (m->hp.swa_pattern < 1)
+    /* an architecture brasa does not run: any window is treated as global (every layer keeps the
+     * whole context) unless the file gives the pattern */
+    if (!def && m->hp.swa_pattern < 1)
         m->hp.swa_pattern = 1;
     return true;
 }
@@ -118,17 +106,9 @@ brasa_status fit_model_from_file(const char *path, fit_model *m, brasa_error *er
         gguf_close(f);
         return err_set(err, BRASA_ERR_FORMAT, "%s: cannot read the model's shape: %s", path, msg);
     }
-    char key[160];
-    snprintf(key, sizeof key, "%s.context_length", m->arch);
-    gguf_get_i32(f, key, &m->n_ctx_train);
-    snprintf(key, sizeof key, "%s.expert_count", m->arch);
-    gguf_get_i32(f, key, &m->n_expert);
-    snprintf(key, sizeof key, "%s.expert_used_count", m->arch);
-    gguf_get_i32(f, key, &m->n_expert_used);
-    if (m->n_expert < 0 || m->n_expert_used < 0 || m->n_expert_used > m->n_expert) {
-        gguf_close(f);
-        return err_set(err, BRASA_ERR_FORMAT, "%s: %d of %d experts per token", path, m->n_expert_used, m->n_expert);
-    }
+    m->n_ctx_train = m->hp.n_ctx_train;
+    m->n_expert = m->hp.n_expert;
+    m->n_expert_used = m->hp.n_expert_used;
     const double expert_share = m->n_expert > 0 ? (double)m->n_expert_used / m->n_expert : 1.0;
 
     uint64_t data_start = gguf_file_size(f);

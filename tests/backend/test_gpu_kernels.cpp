@@ -198,7 +198,15 @@ double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0
     brasa_error err = {};
     bk_tensor wt = host(ne0, n_tok, want.data());
     const bk_rope_mode mode = neox ? BK_ROPE_NEOX : BK_ROPE_NORMAL;
-    check_cpu(cpu->ops->rope(cpu, &wt, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, mode, &err), err);
+    bk_rope_params rp = {};
+    rp.n_head = n_head;
+    rp.head_dim = head_dim;
+    rp.rope_dim = rope_dim;
+    rp.mode = mode;
+    rp.base = 10000.0f;
+    rp.freq_scale = 0.5f;
+    rp.mscale = 1.0f;
+    check_cpu(cpu->ops->rope(cpu, &wt, pos.data(), &rp, &err), err);
     if (!ran(gk_rope(&ex, x.data(), ne0, n_tok, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, neox)))
         return INFINITY;
     return nmse(x.data(), want.data(), x.size());

@@ -441,21 +441,42 @@ static brasa_status cpu_scale(bk_device *dev, bk_tensor *x, float s, brasa_error
     return BRASA_OK;
 }
 
-static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, int32_t n_head, int32_t head_dim, int32_t rope_dim, const int32_t *pos,
-                             float base, float freq_scale, bk_rope_mode mode, brasa_error *err) {
-    if (rope_dim > head_dim || rope_dim % 2 != 0 || (int64_t)n_head * head_dim != x->ne0)
-        return err_set(err, BRASA_ERR_INTERNAL, "rope: bad dims (%d of %d, %d heads, row %lld)", rope_dim, head_dim,
-                       n_head, (long long)x->ne0);
-    const int half = rope_dim / 2;
+/* Pair i's angle at position pos and the rotation's scale (bk_rope_params), in double: at long
+ * positions float loses the low bits of pos * frequency. */
+static void rope_angle(const bk_rope_params *p, const float *factors, int32_t pos, int i, double *theta, double *mscale) {
+    double extrap = (double)pos * pow((double)p->base, -2.0 * i / p->rope_dim);
+    if (factors)
+        extrap /= (double)factors[i];
+    const double interp = (double)p->freq_scale * extrap;
+    *theta = interp;
+    *mscale = (double)p->mscale;
+    if (p->ext_factor != 0.0f) {
+        const double span = (double)p->corr_high - (double)p->corr_low;
+        double y = ((double)i - (double)p->corr_low) / (span > 0.001 ? span : 0.001);
+        y = y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+        const double mix = (1.0 - y) * (double)p->ext_factor;
+        *theta = interp * (1.0 - mix) + extrap * mix;
+    }
+}
+
+static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, const bk_rope_params *p, brasa_error *err) {
+    (void)dev;
+    if (p->rope_dim > p->head_dim || p->rope_dim < 2 || p->rope_dim % 2 != 0 || (int64_t)p->n_head * p->head_dim != x->ne0 ||
+        (p->freq_factors && p->freq_factors->ne0 * p->freq_factors->ne1 < p->rope_dim / 2))
+        return err_set(err, BRASA_ERR_INTERNAL, "rope: bad dims (%d of %d, %d heads, row %lld)", p->rope_dim, p->head_dim,
+                       p->n_head, (long long)x->ne0);
+    const float *factors = p->freq_factors ? (const float *)p->freq_factors->data : NULL;
+    const int half = p->rope_dim / 2;
     for (int64_t t = 0; t < x->ne1; t++) {
         float *r = (float *)((char *)x->data + (size_t)t * x->row_bytes);
         for (int i = 0; i < half; i++) {
-            const double theta = (double)pos[t] * (double)freq_scale * pow((double)base, -2.0 * i / rope_dim);
-            const float c = (float)cos(theta), s = (float)sin(theta);
-            for (int h = 0; h < n_head; h++) {
-                float *v = r + (size_t)h * (size_t)head_dim;
-                const int a = mode == BK_ROPE_NEOX ? i : 2 * i;
-                const int b = mode == BK_ROPE_NEOX ? i + half : 2 * i + 1;
+            double theta, mscale;
+            rope_angle(p, factors, pos[t], i, &theta, &mscale);
+            const float c = (float)(cos(theta) * mscale), s = (float)(sin(theta) * mscale);
+            const int a = p->mode == BK_ROPE_NEOX ? i : 2 * i;
+            const int b = p->mode == BK_ROPE_NEOX ? i + half : 2 * i + 1;
+            for (int h = 0; h < p->n_head; h++) {
+                float *v = r + (size_t)h * (size_t)p->head_dim;
                 const float x0 = v[a], x1 = v[b];
                 v[a] = x0 * c - x1 * s;
                 v[b] = x0 * s + x1 * c;

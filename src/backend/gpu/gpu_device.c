@@ -297,15 +297,17 @@ static brasa_status gpu_scale(bk_device *dev, bk_tensor *x, float s, brasa_error
     return launched(gk_scale(&g->ex, x->data, floats(x), x->ne1, x->ne0, s), "scale", err);
 }
 
-static brasa_status gpu_rope(bk_device *dev, bk_tensor *x, int32_t n_head, int32_t head_dim, int32_t rope_dim, const int32_t *pos,
-                             float base, float freq_scale, bk_rope_mode mode, brasa_error *err) {
+static brasa_status gpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, const bk_rope_params *p, brasa_error *err) {
     gpu_impl *g = impl_of(dev);
     const void *pd = NULL;
     GPU_TRY(on_device(dev, x, "rope", err));
-    if ((int64_t)n_head * head_dim != x->ne0)
-        return err_set(err, BRASA_ERR_INTERNAL, "rope: %d heads of %d in rows of %lld", n_head, head_dim, (long long)x->ne0);
+    if ((int64_t)p->n_head * p->head_dim != x->ne0)
+        return err_set(err, BRASA_ERR_INTERNAL, "rope: %d heads of %d in rows of %lld", p->n_head, p->head_dim, (long long)x->ne0);
+    if (p->freq_factors || p->ext_factor != 0.0f || p->mscale != 1.0f)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "rope scaling other than linear is not on the GPU yet");
     GPU_TRY(stage(g, pos, (size_t)x->ne1 * sizeof *pos, &pd, err));
-    return launched(gk_rope(&g->ex, x->data, floats(x), x->ne1, n_head, head_dim, rope_dim, pd, base, freq_scale, mode == BK_ROPE_NEOX),
+    return launched(gk_rope(&g->ex, x->data, floats(x), x->ne1, p->n_head, p->head_dim, p->rope_dim, pd, p->base, p->freq_scale,
+                            p->mode == BK_ROPE_NEOX),
                     "rope", err);
 }
 
