@@ -31,6 +31,7 @@ set(BRASA_LIB_SOURCES
   src/models/decoder.c
   src/models/llama.c
   src/models/qwen2.c
+  src/models/qwen3.c
   src/models/gemma3.c
   src/engine/layout.c
   src/engine/offload.c

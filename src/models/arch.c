@@ -18,7 +18,7 @@
 
 typedef enum { ARCH_REQUIRED, ARCH_OPTIONAL, ARCH_SKIP } arch_need;
 
-static const arch_def *const registry[] = { &arch_llama, &arch_qwen2, &arch_gemma3 };
+static const arch_def *const registry[] = { &arch_llama, &arch_qwen2, &arch_qwen3, &arch_qwen3moe, &arch_gemma3 };
 
 const arch_def *arch_find(const char *name) {
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
@@ -28,7 +28,7 @@ const arch_def *arch_find(const char *name) {
 }
 
 const char *arch_names(void) {
-    return "llama, qwen2, gemma3";
+    return "llama, qwen2, qwen3, qwen3moe, gemma3";
 }
 
 #define LAYER_TENSOR(field, gguf, group, ne0, ne1, ne2) { gguf, offsetof(arch_layer, field), group, { ne0, ne1, ne2 } }

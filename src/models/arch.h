@@ -142,6 +142,6 @@ bool arch_layer_is_local(const arch_hparams *hp, int il);
  * see its whole window after the batch's keys are written. */
 int32_t arch_kv_rows(const arch_hparams *hp, int il, int32_t n_ctx, int32_t n_batch);
 
-extern const arch_def arch_llama, arch_qwen2, arch_gemma3;
+extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_qwen3moe, arch_gemma3;
 
 #endif

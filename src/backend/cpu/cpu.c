@@ -33,6 +33,10 @@ typedef struct cpu_impl {
     float *attn;          /* partial attention results when a token's keys are split */
     size_t attn_cap;
     cpu_kept *kept;       /* weights in the path's eight-row layout, for every product */
+    struct matmul_item *items; /* a job's products when more than a group's (routed experts) */
+    size_t items_cap;
+    void *moe;            /* routed experts: slots ordered by expert, gathered inputs and outputs */
+    size_t moe_cap;
 } cpu_impl;
 
 struct bk_buffer {
@@ -118,11 +122,12 @@ static brasa_status cpu_get_rows(bk_device *dev, const bk_tensor *table, const i
     return BRASA_OK;
 }
 
-/* One product of a job: its weights, where its quantized activations are, and its share of the
- * job's chunks of rows. */
+/* One product of a job: its weights, its input (rows of the job's input), where its quantized
+ * activations are, and its share of the job's chunks of rows. */
 typedef struct matmul_item {
-    const bk_tensor *w, *bias;
-    bk_tensor *y;
+    bk_tensor w, x, y;
+    const bk_tensor *bias;
+    int64_t x_row0;       /* x is rows x_row0 .. of the job's input */
     const char *act;      /* this product's 8-bit activations, NULL when it uses the floats */
     size_t act_offset;    /* where they start in cpu_impl.act */
     size_t act_row_bytes; /* bytes of one token's quantized activations, 0 for none */
@@ -135,9 +140,8 @@ typedef struct matmul_item {
  * the other instead of being waited for. Each output is still computed by one thread in a fixed
  * order, so the results do not depend on which thread takes which chunk. */
 typedef struct matmul_job {
-    matmul_item items[BK_MATMUL_GROUP_MAX];
+    matmul_item *items;
     int n_items;
-    const bk_tensor *x;
     cpu_impl *c;
     int64_t chunk_rows, n_chunks;
     volatile int32_t next; /* the next chunk to take */
@@ -174,7 +178,7 @@ typedef struct matmul_job {
 #define MATMUL_X8_TOKENS 64
 
 static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, int64_t hi, float *rows) {
-    const bk_tensor *w = it->w, *x = j->x, *y = it->y;
+    const bk_tensor *w = &it->w, *x = &it->x, *y = &it->y;
     const cpu_kernels *k = j->c->k;
     float *yd = y->data;
     const size_t ys = y->row_bytes / sizeof(float), xs = x->row_bytes / sizeof(float);
@@ -259,12 +263,17 @@ static void matmul_part(void *ctx, int ith, int nth) {
         const int64_t chunk = (int64_t)plat_atomic_add(&j->next, 1) - 1;
         if (chunk >= j->n_chunks)
             return;
-        int i = j->n_items - 1;
-        while (j->items[i].chunk0 > chunk)
-            i--;
-        const matmul_item *it = &j->items[i];
+        int lo_i = 0, hi_i = j->n_items - 1; /* the last item whose first chunk is at or before this one */
+        while (lo_i < hi_i) {
+            const int mid = (lo_i + hi_i + 1) / 2;
+            if (j->items[mid].chunk0 <= chunk)
+                lo_i = mid;
+            else
+                hi_i = mid - 1;
+        }
+        const matmul_item *it = &j->items[lo_i];
         const int64_t lo = (chunk - it->chunk0) * j->chunk_rows;
-        const int64_t hi = lo + j->chunk_rows < it->w->ne1 ? lo + j->chunk_rows : it->w->ne1;
+        const int64_t hi = lo + j->chunk_rows < it->w.ne1 ? lo + j->chunk_rows : it->w.ne1;
         matmul_rows(j, it, lo, hi, rows);
     }
 }
@@ -311,43 +320,47 @@ static brasa_status quantize_activations(cpu_impl *c, const bk_tensor *x, bool k
     return BRASA_OK;
 }
 
-static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const bk_matmul_out *outs, int n, brasa_error *err) {
-    if (n < 1 || n > BK_MATMUL_GROUP_MAX)
-        return err_set(err, BRASA_ERR_INTERNAL, "matmul group of %d products", n);
-    cpu_impl *c = dev->impl;
-    matmul_job job = { .n_items = n, .x = x, .c = c };
-    int64_t max_in = 0, max_rows = 0;
+/* Runs products as one pool job: item i multiplies its weights by its rows of x (items[i].x,
+ * starting at x_row0), each filled in with w, x, y and bias. Quantizes x once per block layout. */
+static brasa_status run_products(cpu_impl *c, const bk_tensor *x, matmul_item *items, int n, brasa_error *err) {
+    matmul_job job = { .items = items, .n_items = n, .c = c };
+    int64_t max_in = 0, max_rows = 0, max_tokens = 0;
     for (int i = 0; i < n; i++) {
-        const bk_tensor *w = outs[i].w, *y = outs[i].y;
+        const bk_tensor *w = &items[i].w, *xi = &items[i].x, *y = &items[i].y;
         const quant_traits *q = quant_get(w->type);
         if (!q || !q->dequantize)
             return err_set(err, BRASA_ERR_UNSUPPORTED, "no CPU kernel for %s weights", quant_name(w->type));
-        if (x->ne0 != w->ne0 || y->ne0 != w->ne1 || y->ne1 != x->ne1)
+        if (xi->ne0 != w->ne0 || y->ne0 != w->ne1 || y->ne1 != xi->ne1)
             return err_set(err, BRASA_ERR_INTERNAL, "matmul shapes: w %lldx%lld, x %lldx%lld, y %lldx%lld",
-                           (long long)w->ne1, (long long)w->ne0, (long long)x->ne1, (long long)x->ne0,
+                           (long long)w->ne1, (long long)w->ne0, (long long)xi->ne1, (long long)xi->ne0,
                            (long long)y->ne1, (long long)y->ne0);
-        job.items[i] = (matmul_item){ .w = w, .bias = outs[i].bias, .y = outs[i].y };
+        items[i].act = NULL;
+        items[i].act_row_bytes = 0;
+        items[i].kept = NULL;
         max_in = w->ne0 > max_in ? w->ne0 : max_in;
         max_rows = w->ne1 > max_rows ? w->ne1 : max_rows;
+        max_tokens = xi->ne1 > max_tokens ? xi->ne1 : max_tokens;
     }
     /* scratch: dequantized rows (float prefill) or a chunk's rows in an eight-row layout */
     size_t need = MATMUL_ROW_TILE * (size_t)max_in;
     for (int i = 0; i < n; i++)
-        if (c->k->x8_bytes[outs[i].w->type]) {
-            const size_t x8 = (MATMUL_BATCH_CHUNK_ROWS / 8) * c->k->x8_bytes[outs[i].w->type](outs[i].w->ne0) / sizeof(float) + 1;
+        if (c->k->x8_bytes[items[i].w.type]) {
+            const size_t x8 = (MATMUL_BATCH_CHUNK_ROWS / 8) * c->k->x8_bytes[items[i].w.type](items[i].w.ne0) / sizeof(float) + 1;
             need = x8 > need ? x8 : need;
         }
     brasa_status st = reserve_scratch(c, need, err);
     if (st != BRASA_OK)
         return st;
     /* 8-bit activations: at most two layouts (32- and 256-element blocks), each quantized once */
-    const bool batch = x->ne1 >= MATMUL_X4_MIN_TOKENS;
+    const bool batch = max_tokens >= MATMUL_X4_MIN_TOKENS;
     int n_kept = 0;
     if (c->q8) {
         size_t offset[2] = { 0, 0 }, row_bytes[2] = { 0, 0 }, used = 0;
         for (int i = 0; i < n; i++) {
-            const quant_traits *q = quant_get(outs[i].w->type);
-            if (!c->k->dot_q8[outs[i].w->type] || (batch && !c->k->dot_q8_x4[outs[i].w->type]))
+            const bk_tensor *w = &items[i].w;
+            const quant_traits *q = quant_get(w->type);
+            const bool item_batch = items[i].x.ne1 >= MATMUL_X4_MIN_TOKENS;
+            if (!c->k->dot_q8[w->type] || (item_batch && !c->k->dot_q8_x4[w->type]))
                 continue; /* the float kernels */
             const int kq = q->block_size == QK_K;
             if (!row_bytes[kq]) {
@@ -358,16 +371,16 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
                     return st;
                 used += row_bytes[kq] * (size_t)x->ne1;
             }
-            job.items[i].act_offset = offset[kq];
-            job.items[i].act_row_bytes = row_bytes[kq];
-            st = cpu_kept_find(c->kept, c->k, c->pool, outs[i].w, &job.items[i].kept, err);
+            items[i].act_offset = offset[kq] + (size_t)items[i].x_row0 * row_bytes[kq];
+            items[i].act_row_bytes = row_bytes[kq];
+            st = cpu_kept_find(c->kept, c->k, c->pool, w, &items[i].kept, err);
             if (st != BRASA_OK)
                 return st;
-            n_kept += job.items[i].kept != NULL;
+            n_kept += items[i].kept != NULL;
         }
         for (int i = 0; i < n; i++) /* c->act may have moved while growing: pointers only now */
-            if (job.items[i].act_row_bytes)
-                job.items[i].act = (const char *)c->act + job.items[i].act_offset;
+            if (items[i].act_row_bytes)
+                items[i].act = (const char *)c->act + items[i].act_offset;
     }
     const int64_t per = (int64_t)c->n_threads * MATMUL_CHUNKS_PER_THREAD;
     int64_t rows = (max_rows + per - 1) / per;
@@ -376,15 +389,15 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
      * decoding together) does not need small chunks to reuse rows from cache, so it takes few
      * large ones, as a single token does: thousands of tiny chunks a step cost more to hand out
      * than to compute */
-    if (batch && !(n_kept == n && x->ne1 <= MATMUL_X8_TOKENS))
+    if (batch && !(n_kept == n && max_tokens <= MATMUL_X8_TOKENS))
         rows = MATMUL_BATCH_CHUNK_ROWS;
     const int64_t align = n_kept ? 8 : MATMUL_ROW_TILE; /* a kept layout's groups are not split */
     job.chunk_rows = (rows + align - 1) / align * align;
     if (job.chunk_rows < MATMUL_ROW_TILE)
         job.chunk_rows = MATMUL_ROW_TILE;
     for (int i = 0; i < n; i++) {
-        job.items[i].chunk0 = job.n_chunks;
-        job.n_chunks += (outs[i].w->ne1 + job.chunk_rows - 1) / job.chunk_rows;
+        items[i].chunk0 = job.n_chunks;
+        job.n_chunks += (items[i].w.ne1 + job.chunk_rows - 1) / job.chunk_rows;
     }
     if (job.n_chunks > INT32_MAX / 2)
         return err_set(err, BRASA_ERR_INTERNAL, "matmul of %lld chunks", (long long)job.n_chunks);
@@ -392,10 +405,174 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
     return BRASA_OK;
 }
 
+static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const bk_matmul_out *outs, int n, brasa_error *err) {
+    if (n < 1 || n > BK_MATMUL_GROUP_MAX)
+        return err_set(err, BRASA_ERR_INTERNAL, "matmul group of %d products", n);
+    matmul_item items[BK_MATMUL_GROUP_MAX];
+    for (int i = 0; i < n; i++)
+        items[i] = (matmul_item){ .w = *outs[i].w, .x = *x, .y = *outs[i].y, .bias = outs[i].bias };
+    return run_products(dev->impl, x, items, n, err);
+}
+
 static brasa_status cpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tensor *x, const bk_tensor *bias, bk_tensor *y,
                                brasa_error *err) {
     const bk_matmul_out one = { w, bias, y };
     return cpu_matmul_group(dev, x, &one, 1, err);
+}
+
+/* ---- routed experts ---- */
+
+static brasa_status cpu_moe_route(bk_device *dev, const bk_tensor *logits, int32_t k, bool renorm, bk_tensor *ids,
+                                  bk_tensor *weights, brasa_error *err) {
+    (void)dev;
+    const int64_t n_expert = logits->ne0;
+    if (k < 1 || k > n_expert || ids->type != QUANT_I32 || ids->ne0 != k || weights->ne0 != k || ids->ne1 != logits->ne1 ||
+        weights->ne1 != logits->ne1)
+        return err_set(err, BRASA_ERR_INTERNAL, "moe_route: %d of %lld experts into ids %lldx%lld", k, (long long)n_expert,
+                       (long long)ids->ne1, (long long)ids->ne0);
+    for (int64_t t = 0; t < logits->ne1; t++) {
+        const float *l = (const float *)((const char *)logits->data + (size_t)t * logits->row_bytes);
+        int32_t *id = (int32_t *)((char *)ids->data + (size_t)t * ids->row_bytes);
+        float *w = (float *)((char *)weights->data + (size_t)t * weights->row_bytes);
+        /* the k largest in decreasing order, a tie to the lower index: selection, k is small */
+        for (int32_t j = 0; j < k; j++) {
+            int32_t best = -1;
+            for (int32_t e = 0; e < n_expert; e++) {
+                bool taken = false;
+                for (int32_t i = 0; i < j && !taken; i++)
+                    taken = id[i] == e;
+                if (!taken && (best < 0 || l[e] > l[best]))
+                    best = e;
+            }
+            id[j] = best;
+        }
+        /* softmax over all experts (or, renormalized, over the chosen: the same ratios) */
+        const double top = l[id[0]];
+        double sum = 0.0, chosen = 0.0;
+        for (int64_t e = 0; e < n_expert; e++)
+            sum += exp((double)l[e] - top);
+        for (int32_t j = 0; j < k; j++)
+            chosen += exp((double)l[id[j]] - top);
+        for (int32_t j = 0; j < k; j++)
+            w[j] = (float)(exp((double)l[id[j]] - top) / (renorm ? chosen : sum));
+    }
+    return BRASA_OK;
+}
+
+/* Grows the routed experts' scratch to at least bytes. */
+static brasa_status reserve_moe(cpu_impl *c, size_t bytes, brasa_error *err) {
+    if (bytes <= c->moe_cap)
+        return BRASA_OK;
+    void *p = realloc(c->moe, bytes);
+    if (!p)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory for routed experts (%zu bytes)", bytes);
+    c->moe = p;
+    c->moe_cap = bytes;
+    return BRASA_OK;
+}
+
+static size_t align64(size_t n) {
+    return (n + 63) & ~(size_t)63;
+}
+
+/* The slots that chose each expert are gathered into consecutive rows (in slot order, so a slot's
+ * place among them never changes its sums: each product is row by row), every chosen expert's
+ * products run as one pool job, and the results go back to their slots. */
+static brasa_status cpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_tensor *ids, const bk_matmul_out *outs, int n,
+                                  brasa_error *err) {
+    cpu_impl *c = dev->impl;
+    const int64_t k = ids->ne0, n_tok = ids->ne1, n_slots = k * n_tok;
+    if (n < 1 || n > BK_MATMUL_GROUP_MAX || ids->type != QUANT_I32 || (x->ne1 != n_tok && x->ne1 != n_slots))
+        return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: %d products, ids %lldx%lld, x of %lld rows", n, (long long)n_tok,
+                       (long long)k, (long long)x->ne1);
+    const int64_t n_expert = outs[0].w->ne2;
+    for (int i = 0; i < n; i++)
+        if (outs[i].w->ne2 != n_expert || outs[i].bias || outs[i].y->ne1 != n_slots || outs[i].w->ne0 != x->ne0)
+            return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: product %d's shapes disagree", i);
+    /* scratch: the slot order by expert, each expert's first slot, the gathered inputs and outputs */
+    const size_t order_at = 0, first_at = align64((size_t)n_slots * sizeof(int32_t));
+    const size_t next_at = first_at + align64((size_t)(n_expert + 1) * sizeof(int32_t));
+    const size_t x_at = next_at + align64((size_t)n_expert * sizeof(int32_t));
+    size_t y_at[BK_MATMUL_GROUP_MAX], end = x_at + align64((size_t)n_slots * (size_t)x->ne0 * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        y_at[i] = end;
+        end += align64((size_t)n_slots * (size_t)outs[i].y->ne0 * sizeof(float));
+    }
+    brasa_status st = reserve_moe(c, end, err);
+    if (st != BRASA_OK)
+        return st;
+    char *base = c->moe;
+    int32_t *order = (int32_t *)(base + order_at), *first = (int32_t *)(base + first_at);
+    memset(first, 0, (size_t)(n_expert + 1) * sizeof *first);
+    for (int64_t s = 0; s < n_slots; s++) {
+        const int32_t e = ((const int32_t *)((const char *)ids->data + (size_t)(s / k) * ids->row_bytes))[s % k];
+        if (e < 0 || e >= n_expert)
+            return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: expert %d of %lld", e, (long long)n_expert);
+        first[e + 1]++;
+    }
+    int used = 0;
+    for (int64_t e = 0; e < n_expert; e++) {
+        used += first[e + 1] > 0;
+        first[e + 1] += first[e];
+    }
+    /* counting sort, stable: slots in order within each expert */
+    int32_t *next = (int32_t *)(base + next_at);
+    memcpy(next, first, (size_t)n_expert * sizeof *next);
+    for (int64_t s = 0; s < n_slots; s++)
+        order[next[((const int32_t *)((const char *)ids->data + (size_t)(s / k) * ids->row_bytes))[s % k]]++] = (int32_t)s;
+    float *xg = (float *)(base + x_at);
+    const int64_t per_x = x->ne1 == n_tok ? k : 1; /* slots sharing an input row */
+    for (int64_t r = 0; r < n_slots; r++)
+        memcpy(xg + (size_t)r * (size_t)x->ne0, (const char *)x->data + (size_t)(order[r] / per_x) * x->row_bytes,
+               (size_t)x->ne0 * sizeof(float));
+    const size_t n_items = (size_t)used * (size_t)n;
+    if (n_items > c->items_cap) {
+        matmul_item *p = realloc(c->items, n_items * sizeof *p);
+        if (!p)
+            return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory for routed experts");
+        c->items = p;
+        c->items_cap = n_items;
+    }
+    const bk_tensor xg_all = bk_view(dev, QUANT_F32, x->ne0, n_slots, xg);
+    size_t m = 0;
+    for (int64_t e = 0; e < n_expert; e++) {
+        const int64_t r0 = first[e], rows = first[e + 1] - first[e];
+        if (rows == 0)
+            continue;
+        for (int i = 0; i < n; i++) {
+            const bk_tensor yg = bk_view(dev, QUANT_F32, outs[i].y->ne0, n_slots, base + y_at[i]);
+            c->items[m++] = (matmul_item){ .w = bk_expert(outs[i].w, e), .x = bk_rows(&xg_all, r0, rows),
+                                           .y = bk_rows(&yg, r0, rows), .x_row0 = r0 };
+        }
+    }
+    if ((st = run_products(c, &xg_all, c->items, (int)m, err)) != BRASA_OK)
+        return st;
+    for (int i = 0; i < n; i++) {
+        const float *yg = (const float *)(base + y_at[i]);
+        const size_t width = (size_t)outs[i].y->ne0;
+        for (int64_t r = 0; r < n_slots; r++)
+            memcpy((char *)outs[i].y->data + (size_t)order[r] * outs[i].y->row_bytes, yg + (size_t)r * width,
+                   width * sizeof(float));
+    }
+    return BRASA_OK;
+}
+
+static brasa_status cpu_moe_sum(bk_device *dev, const bk_tensor *y, const bk_tensor *weights, bk_tensor *out, brasa_error *err) {
+    (void)dev;
+    const int64_t k = weights->ne0;
+    if (y->ne1 != weights->ne1 * k || out->ne1 != weights->ne1 || out->ne0 != y->ne0)
+        return err_set(err, BRASA_ERR_INTERNAL, "moe_sum: %lld slots for %lld tokens of %lld", (long long)y->ne1,
+                       (long long)weights->ne1, (long long)k);
+    for (int64_t t = 0; t < out->ne1; t++) {
+        const float *w = (const float *)((const char *)weights->data + (size_t)t * weights->row_bytes);
+        float *o = (float *)((char *)out->data + (size_t)t * out->row_bytes);
+        for (int64_t j = 0; j < k; j++) {
+            const float *yr = (const float *)((const char *)y->data + (size_t)(t * k + j) * y->row_bytes);
+            for (int64_t i = 0; i < out->ne0; i++)
+                o[i] = j == 0 ? w[0] * yr[i] : o[i] + w[j] * yr[i];
+        }
+    }
+    return BRASA_OK;
 }
 
 static brasa_status cpu_rms_norm(bk_device *dev, const bk_tensor *x, const bk_tensor *w, int64_t group, float eps, bk_tensor *y,
@@ -825,6 +1002,9 @@ static const bk_device_ops cpu_ops = {
     .copy_rows = cpu_copy_rows,
     .attention = cpu_attention,
     .softcap = cpu_softcap,
+    .moe_route = cpu_moe_route,
+    .matmul_id = cpu_matmul_id,
+    .moe_sum = cpu_moe_sum,
 };
 
 brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err) {
@@ -872,6 +1052,8 @@ void bk_cpu_free(bk_device *dev) {
         free(c->scratch);
         free(c->act);
         free(c->attn);
+        free(c->items);
+        free(c->moe);
         cpu_kept_free(c->kept);
         free(c);
     }
