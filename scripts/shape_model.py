@@ -5,13 +5,15 @@ metadata and tensor table of the shape (fewer layers on request, so it fits the 
 the tokenizer of a model you have, and its tensor data left as a hole; `gguf_synth cut` and
 `gguf_synth fill` then give it random weights of the same types. Never a source of correctness.
 
-Usage: shape_model.py SHAPE --tokenizer-from MODEL.gguf --layers N --out OUT.gguf
+Usage: shape_model.py SHAPE --tokenizer-from MODEL.gguf --layers N --out OUT.gguf [--synth GGUF_SYNTH]
        SHAPE: qwen3-30b-a3b (Qwen3-30B-A3B / Qwen3-Coder-30B-A3B: 128 experts, 8 used, 48 layers)
+       --synth: fill it at once (gguf_synth cut, then fill; the holes' file is replaced)
 Types as a Q4_K_M file: Q4_K, with Q6_K for attn_v, ffn_down_exps and the output head; F32 norms
 and router.
 """
 import argparse
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -52,12 +54,14 @@ def main():
     ap.add_argument("--tokenizer-from", required=True)
     ap.add_argument("--layers", type=int, default=0, help="layers (default: the model's)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--synth", help="the gguf_synth program: fill the file with random weights")
     a = ap.parse_args()
     s = SHAPES[a.shape]
     L = a.layers or s["n_layer"]
     if not 1 <= L <= s["n_layer"]:
         sys.exit(f"--layers must be 1 to {s['n_layer']}")
     arch = s["arch"]
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     w = gguf.GGUFWriter(a.out, arch)
     w.add_name(f"{a.shape} shape, {L} layers, random weights")
     n_vocab = copy_tokenizer(a.tokenizer_from, w)
@@ -118,6 +122,12 @@ def main():
     with open(path, "r+b") as f:
         f.truncate(size)
     print(f"{path}: {L} layers of {a.shape}, {size / 1e9:.2f} GB of tensor holes")
+    if a.synth:
+        recipe, filled = path + ".recipe", path + ".filling"
+        subprocess.run([a.synth, "cut", path, recipe], check=True)
+        subprocess.run([a.synth, "fill", recipe, filled], check=True)
+        os.replace(filled, path)
+        os.remove(recipe)
 
 
 if __name__ == "__main__":

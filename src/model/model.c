@@ -90,25 +90,29 @@ static brasa_status describe(brasa_model *m, brasa_error *err) {
 
 /* With a progress callback, reads one byte of every page of the tensor data so that the file is in
  * memory before the first token (the mapping would otherwise fault it in during inference), and
- * reports how far it got. */
+ * reports how far it got. Separate input embeddings are left out: a token reads one row of them,
+ * so most of their pages are never needed (and brasa fit counts them out of memory). */
 static void warm_pages(const brasa_model *m, const brasa_model_params *params) {
     const gguf_file *f = m->file;
-    uint64_t total = gguf_file_size(f), start = total;
-    for (size_t i = 0; i < gguf_tensor_count(f); i++) {
-        uint64_t off = gguf_tensor_at(f, i)->file_offset;
-        if (off < start)
-            start = off;
-    }
-    const volatile unsigned char *base = gguf_tensor_count(f) ? gguf_tensor_at(f, 0)->data : NULL;
-    if (base)
-        base -= gguf_tensor_at(f, 0)->file_offset;
+    const void *skip = m->arch && m->weights.output.data != m->weights.tok_embd.data ? m->weights.tok_embd.data : NULL;
+    uint64_t total = 0, done = 0, reported = 0;
+    for (size_t i = 0; i < gguf_tensor_count(f); i++)
+        if (gguf_tensor_at(f, i)->data != skip)
+            total += gguf_tensor_at(f, i)->bytes;
     unsigned sum = 0;
     const uint64_t chunk = 32u << 20;
-    for (uint64_t pos = start; base && pos < total; pos += chunk) {
-        uint64_t end = pos + chunk < total ? pos + chunk : total;
-        for (uint64_t p = pos; p < end; p += 4096)
-            sum += base[p];
-        params->progress((float)(end - start) / (float)(total - start), params->progress_user_data);
+    for (size_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        if (t->data == skip)
+            continue;
+        const volatile unsigned char *p = t->data;
+        for (uint64_t at = 0; at < t->bytes; at += 4096)
+            sum += p[at];
+        done += t->bytes;
+        if (done - reported >= chunk) {
+            reported = done;
+            params->progress((float)((double)done / (double)total), params->progress_user_data);
+        }
     }
     (void)sum;
     params->progress(1.0f, params->progress_user_data);

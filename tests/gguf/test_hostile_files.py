@@ -18,12 +18,23 @@ Files are made one at a time in a temporary folder and deleted after use unless 
 With --dry-run each variant is walked back by the strict walker below, which must reject every
 hostile variant and accept every control; it says why in --verbose mode.
 
+Model cases: well-formed files whose model is inconsistent (qwen3moe expert counts and expert
+tensor shapes, rope scaling parameters, rope_freqs values), written whole by
+tests/model/make_arch_models.py (needs numpy and gguf; without them these cases are skipped, said
+so on stdout). For each, `brasa info FILE` must still describe it (exit 0) and `brasa run -m FILE`
+must exit 1 with a message that names the problem (each case's pattern); their controls must run.
+With --dry-run each is walked (it must be a valid container) and given to the NumPy reference
+(tests/model/ref_forward.py), which must refuse it too, except where the case says the reference
+has no such limit.
+
 Exit status: 0 when every case passed, 1 when any failed, 2 on bad arguments, 77 when the model
 file is missing (for ctest's SKIP_RETURN_CODE).
 """
 import argparse
+import math
 import mmap
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -609,13 +620,198 @@ def all_cases(m):
 
 
 # ----------------------------------------------------------------------------------------------
+# Model cases: valid GGUF files whose model brasa must refuse to run
+# ----------------------------------------------------------------------------------------------
+
+def model_writer():
+    """tests/model/make_arch_models.py, or the reason it cannot be imported (no numpy / gguf)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
+    try:
+        import make_arch_models
+        return make_arch_models, None
+    except ImportError as e:
+        return None, str(e)
+
+
+@dataclass
+class ModelCase:
+    name: str
+    base: str                     # "moe" (qwen3moe), "qwen3" or "llama3" (llama with rope_freqs)
+    edit: Optional[Callable]      # (metadata, tensors) -> None, on make_arch_models.make()'s dicts
+    message: Optional[str]        # regex `brasa run`'s stderr must match; None: a control
+    reference_refuses: bool = True
+
+
+def model_base_spec(mk, base):
+    """Small models: one layer, n_embd 64, tied output (about 3.5 MB with SmolLM2's vocabulary)."""
+    if base == "moe":
+        return mk.Spec("hostile-moe", "qwen3moe", seed=31, n_layer=1, tied=True, n_expert=8,
+                       n_expert_used=2, n_ff_exp=32)
+    if base == "qwen3":
+        return mk.Spec("hostile-qwen3", "qwen3", seed=32, n_layer=1, tied=True)
+    return mk.Spec("hostile-llama3", "llama", seed=33, n_layer=1, tied=True, rope_base=500000.0,
+                   llama3_rope=(8.0, 1.0, 4.0, 8192))
+
+
+def set_kv(key, value, vtype):
+    def edit(meta, tensors):
+        from gguf import GGUFValueType
+        meta[key] = (value, GGUFValueType(vtype), None)
+    return edit
+
+
+def drop_kv(key):
+    return lambda meta, tensors: meta.pop(key)
+
+
+def set_kvs(*edits):
+    def edit(meta, tensors):
+        for e in edits:
+            e(meta, tensors)
+    return edit
+
+
+def slice_tensor(name, index):
+    """Keep tensor[index] (a NumPy index: fewer rows, experts, or a reshape via a callable)."""
+    def edit(meta, tensors):
+        arr, qtype = tensors[name]
+        tensors[name] = (index(arr) if callable(index) else arr[index], qtype)
+    return edit
+
+
+def drop_tensor(name):
+    return lambda meta, tensors: tensors.pop(name)
+
+
+def rope_freq_value(value):
+    def edit(meta, tensors):
+        arr, qtype = tensors["rope_freqs.weight"]
+        arr = arr.copy()
+        arr[3] = value
+        tensors["rope_freqs.weight"] = (arr, qtype)
+    return edit
+
+
+def yarn(factor=None, original_ctx=None):
+    edits = [set_kv("qwen3.rope.scaling.type", "yarn", T_STRING)]
+    if factor is not None:
+        edits.append(set_kv("qwen3.rope.scaling.factor", factor, T_F32))
+    if original_ctx is not None:
+        edits.append(set_kv("qwen3.rope.scaling.original_context_length", original_ctx, T_U32))
+    return set_kvs(*edits)
+
+
+def scaling(kind, factor):
+    return set_kvs(set_kv("qwen3.rope.scaling.type", kind, T_STRING),
+                   set_kv("qwen3.rope.scaling.factor", factor, T_F32))
+
+
+def model_cases():
+    up, gate, down = (f"blk.0.ffn_{w}_exps.weight" for w in ("up", "gate", "down"))
+    router = "blk.0.ffn_gate_inp.weight"
+    return [
+        ModelCase("control-model-qwen3moe", "moe", None, None),
+        ModelCase("control-model-qwen3-yarn", "qwen3", yarn(4.0, 64), None),
+        ModelCase("control-model-llama3-rope-freqs", "llama3", None, None),
+        ModelCase("moe-expert-count-0", "moe", set_kv("qwen3moe.expert_count", 0, T_U32), r"expert_count is 0"),
+        ModelCase("moe-expert-count-100000", "moe", set_kv("qwen3moe.expert_count", 100000, T_U32),
+                  r"expert_count is 100000|has shape"),
+        ModelCase("moe-expert-used-9-of-8", "moe", set_kv("qwen3moe.expert_used_count", 9, T_U32),
+                  r"expert_used_count is 9"),
+        ModelCase("moe-expert-used-0", "moe", set_kv("qwen3moe.expert_used_count", 0, T_U32),
+                  r"expert_used_count is 0"),
+        ModelCase("moe-no-expert-ff-length", "moe", drop_kv("qwen3moe.expert_feed_forward_length"),
+                  r"expert_feed_forward_length"),
+        ModelCase("moe-up-exps-other-n-ff", "moe", slice_tensor(up, (slice(None), slice(0, 16))),
+                  re.escape(f"tensor '{up}' has shape")),
+        ModelCase("moe-down-exps-7-experts", "moe", slice_tensor(down, slice(0, 7)),
+                  re.escape(f"tensor '{down}' has shape")),
+        ModelCase("moe-gate-exps-2d", "moe", slice_tensor(gate, lambda a: a.reshape(-1, a.shape[-1])),
+                  re.escape(f"tensor '{gate}' has shape")),
+        ModelCase("moe-router-7-experts", "moe", slice_tensor(router, slice(0, 7)),
+                  re.escape(f"tensor '{router}' has shape")),
+        ModelCase("moe-router-missing", "moe", drop_tensor(router), re.escape(router)),
+        ModelCase("rope-yarn-no-factor", "qwen3", yarn(original_ctx=64), r"needs .*rope\.scaling\.factor"),
+        ModelCase("rope-yarn-no-original-ctx", "qwen3", yarn(factor=4.0), r"needs .*original_context_length"),
+        ModelCase("rope-yarn-original-ctx-0", "qwen3", yarn(4.0, 0), r"original_context_length",
+                  reference_refuses=False),
+        ModelCase("rope-yarn-factor-1e30", "qwen3", yarn(1e30, 64), r"rope\.scaling\.factor",
+                  reference_refuses=False),
+        ModelCase("rope-longrope", "qwen3", scaling("longrope", 4.0), r"rope scaling 'longrope' is not supported"),
+        ModelCase("rope-linear-factor-0", "qwen3", scaling("linear", 0.0), r"rope\.scaling\.factor"),
+        ModelCase("rope-linear-factor-negative", "qwen3", scaling("linear", -2.0), r"rope\.scaling\.factor"),
+        ModelCase("rope-linear-factor-nan", "qwen3", scaling("linear", math.nan), r"rope\.scaling\.factor"),
+        ModelCase("rope-freqs-zero", "llama3", rope_freq_value(0.0), r"frequency divisors must be positive"),
+        ModelCase("rope-freqs-negative", "llama3", rope_freq_value(-1.0), r"frequency divisors must be positive"),
+        ModelCase("rope-freqs-nan", "llama3", rope_freq_value(math.nan), r"frequency divisors must be positive"),
+    ]
+
+
+def write_model_case(mk, case, path, tokenizer_model):
+    spec = model_base_spec(mk, case.base)
+    meta, tensors = mk.make(spec)
+    if case.edit:
+        case.edit(meta, tensors)
+    mk.write_gguf(path, spec.arch, meta, tensors, tokenizer_model)
+
+
+def check_model_case_live(case, path, args):
+    """`brasa info` describes the file; `brasa run` refuses it with the case's message (or runs it)."""
+    rc, out, err = run_cli(args.brasa, ["info", str(path)], args.timeout)
+    reason = judge(0, rc, out, err, args.timeout)
+    if reason:
+        reason = f"info: {reason} ({describe_rc(rc)}, {last_line(err)})"
+    else:
+        rc, out, err = run_cli(args.brasa, ["run", "-m", str(path), "-p", "hi", "-n", "1", "--temp", "0",
+                                            "--ctx", "64"], args.timeout)
+        reason = judge(0 if case.message is None else 1, rc, out, err, args.timeout)
+        if not reason and case.message and not re.search(case.message, err):
+            reason = f"the message does not match /{case.message}/"
+        if reason:
+            reason = f"run: {reason} ({describe_rc(rc)}, {last_line(err)})"
+    print(f"FAIL {case.name}: {reason}" if reason else f"ok   {case.name}")
+    if args.verbose:
+        for ln in (err.strip().splitlines() or ["<no stderr>"])[-5:]:
+            print(f"       {ln[:300]}")
+    return reason is None
+
+
+def check_model_case_dry(case, path, args):
+    """The file is a valid container, and the NumPy reference refuses it too (or runs a control)."""
+    try:
+        walk_file(path)
+        reason = None
+    except BadGGUF as e:
+        reason = f"walker rejects it: {e}"
+    verdict = None
+    if not reason and (case.message is None or case.reference_refuses):
+        import ref_forward  # tests/model, on sys.path since model_writer()
+        try:
+            ref_forward.RefModel(path).logits([1, 2, 3])
+        except (ValueError, KeyError, NotImplementedError) as e:
+            verdict = f"{type(e).__name__}: {e}"
+        if case.message is None and verdict:
+            reason = f"the reference refuses a control: {verdict}"
+        elif case.message is not None and not verdict:
+            reason = "the reference runs it"
+    print(f"FAIL {case.name}: {reason}" if reason else f"ok   {case.name}")
+    if args.verbose and verdict:
+        print(f"       reference: {verdict}")
+    return reason is None
+
+
+# ----------------------------------------------------------------------------------------------
 # Running and judging
 # ----------------------------------------------------------------------------------------------
 
 def run_brasa(brasa, path, timeout):
+    return run_cli(brasa, ["info", str(path)], timeout)
+
+
+def run_cli(brasa, argv, timeout):
     env = dict(os.environ, ASAN_OPTIONS=ASAN_OPTIONS, UBSAN_OPTIONS=UBSAN_OPTIONS)
     try:
-        p = subprocess.run([brasa, "info", str(path)], capture_output=True, env=env,
+        p = subprocess.run([brasa] + argv, capture_output=True, env=env,
                            stdin=subprocess.DEVNULL, timeout=timeout)
         rc, out, err = p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
@@ -734,8 +930,11 @@ def main(argv=None):
         return 2
     m = Model(args.model)
     cases = [c for c in all_cases(m) if not args.only or args.only in c.name]
+    mcases = [c for c in model_cases() if not args.only or args.only in c.name]
     if args.list:
         print("\n".join(f"{c.name} (expect {c.expect})" for c in cases))
+        print("\n".join(f"{c.name} (info 0, run {'0' if c.message is None else '1: /' + c.message + '/'})"
+                        for c in mcases))
         return 0
     failed = []
     if args.dry_run:
@@ -757,6 +956,20 @@ def main(argv=None):
             else:
                 failed.append(case.name)
             if path != m.path and not args.keep:
+                path.unlink()
+        mk, why = model_writer() if mcases else (None, None)
+        if mcases and mk is None:
+            print(f"hostile: {len(mcases)} model cases skipped: cannot import make_arch_models ({why})")
+            mcases = []
+        check_model = check_model_case_dry if args.dry_run else check_model_case_live
+        for i, case in enumerate(mcases):
+            path = tmp / f"m{i:02d}-{case.name}.gguf"
+            write_model_case(mk, case, path, args.model)
+            if check_model(case, path, args):
+                passed += 1
+            else:
+                failed.append(case.name)
+            if not args.keep:
                 path.unlink()
     finally:
         if args.keep:

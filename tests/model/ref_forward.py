@@ -2,7 +2,8 @@
 """Independent NumPy reference forward pass for brasa's model tests.
 
 Written from the Hugging Face model definitions (LlamaForCausalLM, Qwen2ForCausalLM,
-Gemma3ForCausalLM) and the conventions of llama.cpp's GGUF converter; it shares no code with
+Gemma3ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, and the rope scaling of
+transformers' modeling_rope_utils) and the conventions of llama.cpp's GGUF converter; it shares no code with
 brasa. Weights come from the GGUF file and are dequantized with the `gguf` package's NumPy
 reference (gguf.quants.dequantize); hyper-parameters come only from the file's metadata, except
 for the architecture-level constants below that GGUF does not carry.
@@ -18,6 +19,19 @@ Supported architectures (general.architecture):
           file's freq_base on global ones; attention scale 1/sqrt(key_length); sliding window
           (position i sees j iff 0 <= i - j < sliding_window) on local layers; post-attention and
           post-FFN RMSNorms; GeGLU FFN with the tanh approximation of GELU; tied output.
+  qwen3   the qwen2 decoder without QKV biases, plus a per-head RMSNorm of Q and K (attn_q_norm,
+          attn_k_norm, weights used as stored) before RoPE; NEOX RoPE; head size from
+          {arch}.attention.key_length; SwiGLU FFN; output tied or not.
+  qwen3moe  attention as qwen3; every layer's FFN is a routed mixture of experts (HF
+          Qwen3MoeSparseMoeBlock): softmax over all experts of the router logits, the top
+          expert_used_count experts (ties to the lower index), their weights renormalized to sum
+          to 1 (unless {arch}.expert_weights_norm is false), each a SwiGLU FFN; no shared expert.
+
+RoPE scaling (every architecture; on gemma3 the global layers only, as HF's Gemma 3 scales only
+its global rotary embedding), from {arch}.rope.scaling.type / .factor / .original_context_length /
+.attn_factor / .yarn_beta_fast / .yarn_beta_slow: "linear" divides every frequency by the factor;
+"yarn" follows HF's _compute_yarn_parameters; a rope_freqs.weight tensor (Llama 3.1-3.3 files)
+divides pair i's frequency by its i-th value whenever the file has it. See rope_frequencies().
 
 Precision: weights are float32 (as dequantized); every matrix product against a weight is a
 float32 BLAS sgemm (float32 inputs and accumulation, inputs rounded to float32 just before it).
@@ -57,7 +71,14 @@ HERE = Path(__file__).resolve().parent
 
 # ggml rope mode per architecture: "normal" rotates adjacent pairs (2i, 2i+1), "neox" rotates
 # (i, i + rope_dim/2). llama.cpp's convert_hf_to_gguf.py permutes llama's Q/K so "normal" applies.
-ROPE_MODE = {"llama": "normal", "qwen2": "neox", "gemma3": "neox"}
+ROPE_MODE = {"llama": "normal", "qwen2": "neox", "gemma3": "neox", "qwen3": "neox",
+             "qwen3moe": "neox"}
+# Architectures with a per-head RMSNorm of Q and K (HF Gemma3Attention, Qwen3Attention q_norm/k_norm).
+QK_NORM_ARCHS = {"gemma3", "qwen3", "qwen3moe"}
+# Architectures whose every FFN is a routed mixture of experts.
+MOE_ARCHS = {"qwen3moe"}
+# HF's YaRN defaults (_compute_yarn_parameters: beta_fast or 32, beta_slow or 1).
+YARN_BETA_FAST, YARN_BETA_SLOW = 32.0, 1.0
 # Gemma 3: 5 sliding-window layers then 1 global layer, unless the file says otherwise
 # ({arch}.attention.sliding_window_pattern); HF config sliding_window_pattern = 6.
 GEMMA3_SWA_PATTERN = 6
@@ -193,12 +214,47 @@ def softcap(x, cap):
     return cap * np.tanh(x / cap) if cap else x
 
 
-def rope(x, pos, base, rope_dim, mode):
-    """Rotate x (n, heads, head_dim) float64 at positions pos (n,); first rope_dim dims only."""
-    half = rope_dim // 2
-    inv = base ** (-np.arange(half, dtype=np.float64) * 2.0 / rope_dim)  # theta_i = base^(-2i/d)
-    ang = pos.astype(np.float64)[:, None] * inv[None, :]  # (n, half)
-    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+def rope_base_frequencies(base, rope_dim):
+    """theta_i = base^(-2i/d), i < d/2 (RoFormer; HF _compute_default_rope_parameters)."""
+    return base ** (-np.arange(rope_dim // 2, dtype=np.float64) * 2.0 / rope_dim)
+
+
+def yarn_frequencies(inv_freq, base, rope_dim, factor, original_ctx, beta_fast, beta_slow,
+                     attn_factor):
+    """YaRN (Peng et al. 2023, arXiv:2309.00071), written from HF transformers'
+    modeling_rope_utils._compute_yarn_parameters. Returns (inv_freq, attention_factor).
+    The scaling factor is the file's rope.scaling.factor (HF would use max_position_embeddings /
+    original_max_position_embeddings when the config has the latter; GGUF files carry the factor,
+    and the test models make both agree)."""
+    dim = rope_dim
+
+    def find_correction_dim(num_rotations):
+        # the pair dimension whose wavelength makes num_rotations turns over original_ctx positions
+        return (dim * math.log(original_ctx / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    # find_correction_range with truncate=True (HF's default): floor / ceil, clamped to [0, dim-1]
+    low = max(math.floor(find_correction_dim(beta_fast)), 0)
+    high = min(math.ceil(find_correction_dim(beta_slow)), dim - 1)
+    if low == high:  # linear_ramp_factor: "Prevent singularity"
+        high += 0.001
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    extrapolation_factor = 1.0 - ramp  # 1: keep the pair's frequency, 0: interpolate it
+    inv_interpolation = inv_freq / factor
+    inv = inv_interpolation * (1.0 - extrapolation_factor) + inv_freq * extrapolation_factor
+    if attn_factor is None:
+        # get_mscale(factor): 0.1 * ln(factor) + 1 for factor > 1, else 1
+        attn_factor = 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+    return inv, float(attn_factor)
+
+
+def rope(x, pos, inv_freq, mode, mscale=1.0):
+    """Rotate x (n, heads, head_dim) float64 at positions pos (n,) by the pair frequencies
+    inv_freq (rope_dim/2,); the first rope_dim dims only. cos and sin are multiplied by mscale
+    (YaRN's attention factor: HF multiplies its cos/sin cache by attention_scaling)."""
+    half = len(inv_freq)
+    rope_dim = 2 * half
+    ang = pos.astype(np.float64)[:, None] * inv_freq[None, :]  # (n, half)
+    cos, sin = np.cos(ang)[:, None, :] * mscale, np.sin(ang)[:, None, :] * mscale
     out = x.copy()
     if mode == "normal":
         a, b = x[..., 0:rope_dim:2], x[..., 1:rope_dim:2]
@@ -286,9 +342,7 @@ class RefModel:
         self.rope_base = float(hp("rope.freq_base", DEFAULT_ROPE_BASE))
         self.rope_dim = int(hp("rope.dimension_count", self.head_dim_k))
         self.rope_mode = ROPE_MODE[arch]
-        scaling = hp("rope.scaling.type", "none")
-        if scaling not in ("none", None) or float(hp("rope.scaling.factor", 1.0) or 1.0) != 1.0:
-            raise NotImplementedError(f"rope scaling {scaling!r} not implemented in the reference")
+        self.hp = hp
         self.final_softcap = float(hp("final_logit_softcapping", 0.0) or 0.0)
         self.attn_softcap = float(hp("attn_logit_softcapping", 0.0) or 0.0)
         self.sliding_window = int(hp("attention.sliding_window", 0) or 0)
@@ -297,11 +351,15 @@ class RefModel:
 
         self.layer_local = [False] * self.n_layer
         self.layer_rope_base = [self.rope_base] * self.n_layer
+        # Which layers get the file's rope scaling: all but Gemma 3's local ones (HF builds their
+        # rotary embedding with rope_type "default" and rope_local_base_freq).
+        self.layer_rope_scaled = [True] * self.n_layer
         if arch == "gemma3":
             pattern = int(hp("attention.sliding_window_pattern", GEMMA3_SWA_PATTERN))
             self.layer_local = [(il + 1) % pattern != 0 for il in range(self.n_layer)]
             self.layer_rope_base = [GEMMA3_ROPE_LOCAL_BASE if loc else self.rope_base
                                     for loc in self.layer_local]
+            self.layer_rope_scaled = [not loc for loc in self.layer_local]
             self.embd_scale = math.sqrt(self.n_embd)
         else:
             self.embd_scale = 1.0
@@ -309,6 +367,66 @@ class RefModel:
             self.layer_local = [False] * self.n_layer
         if self.n_head % self.n_head_kv:
             raise ValueError("head_count not a multiple of head_count_kv")
+        self.layer_rope = [self.rope_frequencies(self.layer_rope_base[il], self.layer_rope_scaled[il])
+                           for il in range(self.n_layer)]  # (inv_freq, mscale) per layer
+
+        self.moe = arch in MOE_ARCHS
+        if self.moe:
+            self.n_expert = int(hp("expert_count"))
+            self.n_expert_used = int(hp("expert_used_count"))
+            self.n_ff_exp = int(hp("expert_feed_forward_length"))
+            if not 0 < self.n_expert_used <= self.n_expert:
+                raise ValueError(f"expert_used_count {self.n_expert_used} with expert_count {self.n_expert}")
+            # HF Qwen3Moe's norm_topk_prob (true in the released models); llama.cpp's qwen3moe graph
+            # renormalizes too. A file may say otherwise with {arch}.expert_weights_norm.
+            self.expert_weights_norm = bool(hp("expert_weights_norm", True))
+        # smallest nonzero gap, in router logits, between the last chosen and the first unchosen
+        # expert over every token and layer so far (a near tie there makes the routing fragile),
+        # and how many times the two were exactly equal (the tie rule decided)
+        self.router_min_gap = math.inf
+        self.router_exact_ties = 0
+        # equal router probabilities go to the lower expert index (brasa's rule); "higher" exists
+        # only to show that a test can tell the difference
+        self.expert_tie_break = "lower"
+
+    def rope_frequencies(self, base, scaled=True):
+        """(inv_freq (rope_dim/2,) float64, mscale) of a layer with RoPE base `base`."""
+        inv = rope_base_frequencies(base, self.rope_dim)
+        if not scaled:
+            return inv, 1.0
+        hp = self.hp
+        if self.f.has("rope_freqs.weight"):
+            # Llama 3 (HF _compute_llama3_parameters) as llama.cpp's converter stores it: one
+            # divisor per pair (1 for high frequencies, `factor` for low ones, a smooth blend in
+            # between), so theta_i / rope_freqs[i] reproduces HF's inv_freq_llama.
+            divisors = self.w("rope_freqs.weight").astype(np.float64).reshape(-1)
+            if divisors.shape != inv.shape:
+                raise ValueError(f"rope_freqs.weight has {divisors.size} values, want {inv.size}")
+            if not np.all(divisors > 0):
+                raise ValueError("rope_freqs.weight: frequency divisors must be positive")
+            inv = inv / divisors
+        kind = hp("rope.scaling.type", "none") or "none"
+        factor = hp("rope.scaling.factor", None)
+        if kind == "none":
+            if factor is not None and float(factor) != 1.0:
+                raise NotImplementedError(f"rope.scaling.factor {factor} without a scaling type")
+            return inv, 1.0
+        if kind not in ("linear", "yarn"):
+            raise NotImplementedError(f"rope scaling {kind!r} not implemented in the reference")
+        if factor is None or not float(factor) > 0:
+            raise ValueError(f"rope scaling {kind!r} needs a positive rope.scaling.factor, got {factor}")
+        factor = float(factor)
+        if kind == "linear":
+            # HF _compute_linear_scaling_rope_parameters: inv_freq /= factor (positions / factor)
+            return inv / factor, 1.0
+        original_ctx = hp("rope.scaling.original_context_length", None)
+        if original_ctx is None:
+            raise ValueError("rope scaling 'yarn' needs rope.scaling.original_context_length")
+        attn = hp("rope.scaling.attn_factor", None)
+        return yarn_frequencies(inv, base, self.rope_dim, factor, float(original_ctx),
+                                float(hp("rope.scaling.yarn_beta_fast", YARN_BETA_FAST) or YARN_BETA_FAST),
+                                float(hp("rope.scaling.yarn_beta_slow", YARN_BETA_SLOW) or YARN_BETA_SLOW),
+                                None if attn is None else float(attn))
 
     # -- weights
 
@@ -338,9 +456,10 @@ class RefModel:
             e = self.f.load_rows("token_embd.weight", tokens)
         return e.astype(np.float64) * self.embd_scale
 
-    def matmul(self, x, name):
-        """x (n, k) @ W^T for the weight `name` (out, k), plus its bias when the file has one."""
-        W = self.w(name)
+    def matmul(self, x, name, W=None):
+        """x (n, k) @ W^T for the weight `name` (out, k), plus its bias when the file has one.
+        W: a slice of the named tensor to use instead (one expert of a 3-D tensor)."""
+        W = self.w(name) if W is None else W
         if self.precision == "f64":
             y = np.asarray(x, dtype=np.float64) @ W.astype(np.float64).T
         else:
@@ -352,6 +471,49 @@ class RefModel:
         if self.f.has(bias):
             y = y + self.w(bias)
         return y
+
+    def moe_ffn(self, h, p):
+        """The routed experts of layer prefix p on h (n, n_embd) float64 (HF Qwen3MoeSparseMoeBlock)."""
+        n = h.shape[0]
+        k = self.n_expert_used
+        gate_exps, up_exps = self.w(p + "ffn_gate_exps.weight"), self.w(p + "ffn_up_exps.weight")
+        down_exps = self.w(p + "ffn_down_exps.weight")
+        want = {p + "ffn_gate_exps.weight": (self.n_expert, self.n_ff_exp, self.n_embd),
+                p + "ffn_up_exps.weight": (self.n_expert, self.n_ff_exp, self.n_embd),
+                p + "ffn_down_exps.weight": (self.n_expert, self.n_embd, self.n_ff_exp),
+                p + "ffn_gate_inp.weight": (self.n_expert, self.n_embd)}
+        for name, shape in want.items():
+            if self.f.shape(name) != shape:
+                raise ValueError(f"{name}: NumPy shape {self.f.shape(name)}, want {shape}")
+        logits = self.matmul(h, p + "ffn_gate_inp.weight")  # (n, n_expert): gate(hidden_states)
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)  # softmax over all experts (float64)
+        # top-k by a STABLE sort of the negated probabilities: equal probabilities keep index
+        # order, so a tie goes to the lower expert index (brasa defines ties that way; torch.topk
+        # leaves them unspecified)
+        if self.expert_tie_break == "lower":
+            order = np.argsort(-probs, axis=1, kind="stable")
+        else:
+            order = self.n_expert - 1 - np.argsort(-probs[:, ::-1], axis=1, kind="stable")
+        chosen = order[:, :k]  # (n, k)
+        weights = np.take_along_axis(probs, chosen, axis=1)
+        if self.expert_weights_norm:
+            weights = weights / weights.sum(axis=1, keepdims=True)  # norm_topk_prob
+        if k < self.n_expert:
+            sorted_logits = np.take_along_axis(logits, order, axis=1)
+            gaps = sorted_logits[:, k - 1] - sorted_logits[:, k]
+            self.router_exact_ties += int(np.sum(gaps == 0))
+            if np.any(gaps > 0):
+                self.router_min_gap = min(self.router_min_gap, float(np.min(gaps[gaps > 0])))
+        out = np.zeros((n, self.n_embd), dtype=np.float64)
+        for e in np.unique(chosen):
+            rows, slot = np.nonzero(chosen == e)
+            x = h[rows]
+            gate = self.matmul(x, p + "ffn_gate_exps.weight", gate_exps[e])
+            up = self.matmul(x, p + "ffn_up_exps.weight", up_exps[e])
+            y = self.matmul(silu(gate) * up, p + "ffn_down_exps.weight", down_exps[e])
+            out[rows] += weights[rows, slot][:, None] * y
+        return out
 
     # -- forward
 
@@ -368,12 +530,12 @@ class RefModel:
             q = self.matmul(h, p + "attn_q.weight").reshape(n, H, dk)
             k = self.matmul(h, p + "attn_k.weight").reshape(n, Hkv, dk)
             v = self.matmul(h, p + "attn_v.weight").reshape(n, Hkv, dv)
-            if gemma:
+            if self.arch in QK_NORM_ARCHS:  # per-head RMSNorm over head_dim, before RoPE
                 q = rmsnorm(q, self.norm(p + "attn_q_norm.weight"), self.eps)
                 k = rmsnorm(k, self.norm(p + "attn_k_norm.weight"), self.eps)
-            base = self.layer_rope_base[il]
-            q = rope(q, pos, base, self.rope_dim, self.rope_mode)
-            k = rope(k, pos, base, self.rope_dim, self.rope_mode)
+            inv_freq, mscale = self.layer_rope[il]
+            q = rope(q, pos, inv_freq, self.rope_mode, mscale)
+            k = rope(k, pos, inv_freq, self.rope_mode, mscale)
             K, V = kv.append(il, k.transpose(1, 0, 2), v.transpose(1, 0, 2))  # (Hkv, T, d)
             T = K.shape[1]
             qh = q.transpose(1, 0, 2).reshape(Hkv, g, n, dk)  # head h uses kv head h // g
@@ -392,10 +554,13 @@ class RefModel:
                 o = rmsnorm(o, self.norm(p + "post_attention_norm.weight"), self.eps)
             x = x + o
             h = rmsnorm(x, self.norm(p + "ffn_norm.weight"), self.eps)
-            gate = self.matmul(h, p + "ffn_gate.weight")
-            up = self.matmul(h, p + "ffn_up.weight")
-            act = (gelu_tanh(gate) if gemma else silu(gate)) * up
-            f = self.matmul(act, p + "ffn_down.weight")
+            if self.moe:
+                f = self.moe_ffn(h, p)
+            else:
+                gate = self.matmul(h, p + "ffn_gate.weight")
+                up = self.matmul(h, p + "ffn_up.weight")
+                act = (gelu_tanh(gate) if gemma else silu(gate)) * up
+                f = self.matmul(act, p + "ffn_down.weight")
             if gemma:
                 f = rmsnorm(f, self.norm(p + "post_ffw_norm.weight"), self.eps)
             x = x + f

@@ -21,8 +21,10 @@ import argparse
 import json
 import math
 import os
+import pty
 import subprocess
 import sys
+import threading
 import tempfile
 
 import gguf
@@ -55,11 +57,26 @@ def run_json(name, cmd, env=None):
 
 
 def peak_rss(cmd):
-    """Peak resident bytes of a child process, as the kernel accounts them."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    """Peak resident bytes of a child process, as the kernel accounts them. Its standard error is a
+    terminal, as a person's is: brasa then reads the model in with progress before the first token,
+    so every weight is in memory, also the experts of a mixture that no token of the run chose."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    drain = threading.Thread(target=lambda: _drain(master), daemon=True)
+    drain.start()
     _, status, usage = os.wait4(p.pid, 0)
-    p.stderr.close()
+    drain.join(timeout=5)
+    os.close(master)
     return (usage.ru_maxrss * 1024 if os.WEXITSTATUS(status) == 0 else None)
+
+
+def _drain(fd):
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass  # the child closed the terminal
 
 
 # ---- the independent KV formula ----
@@ -104,11 +121,18 @@ def kv_expected(path, n_ctx, value_bytes=2.0, aligned=True):
     return total, arch
 
 
+# A prompt long enough that a mixture of experts routes its tokens to every expert (8 of 128 per
+# token: an expert escapes ~200 tokens with odds (1 - 1/16)^200), so that all its weights are in
+# memory, as in a server's steady state; a dense model reads all of them for any prompt.
+MEMORY_PROMPT = " ".join(f"Item {i}: the {w} of the day." for i, w in
+                         enumerate(["weather", "news", "market", "game", "song", "word", "plan", "meal"] * 5))
+
+
 def check_memory(a, models):
     for path in models:
         name = os.path.basename(path)
         for ctx in (512, 4096, 16384):
-            peak = peak_rss([a.brasa, "run", "-m", path, "--ctx", str(ctx), "-p", "Hello", "-n", "2", "--temp", "0"])
+            peak = peak_rss([a.brasa, "run", "-m", path, "--ctx", str(ctx), "-p", MEMORY_PROMPT, "-n", "2", "--temp", "0"])
             doc = run_json(f"fit {name} ctx {ctx}", [a.brasa, "fit", path, "--device", "cpu", "--ctx", str(ctx), "--json"])
             if not expect(f"run {name} ctx {ctx}", peak is not None, "brasa run failed") or not doc:
                 continue
