@@ -151,7 +151,9 @@ static brasa_status device_rows(bk_device *dev, const bk_tensor *t, const void *
     }
     if (t->dev || !t->constant)
         return err_set(err, BRASA_ERR_INTERNAL, "%s: a tensor of another device, or host memory not marked constant", gr_vendor());
-    const size_t bytes = (size_t)t->ne1 * t->row_bytes;
+    /* every expert of a 3-D weight: bk_bytes, written out because backend.c is in the program, not
+     * in the module (which links no brasa code but error.c) */
+    const size_t bytes = (size_t)t->ne2 * (size_t)t->ne1 * t->row_bytes;
     const char *host = t->data;
     if (g->host_base && host >= g->host_base && bytes <= g->host_bytes && (size_t)(host - g->host_base) <= g->host_bytes - bytes) {
         *out = g->host_dev + (host - g->host_base); /* read in place */
