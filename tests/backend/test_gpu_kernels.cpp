@@ -191,23 +191,35 @@ double elementwise_case(const std::string &op) {
     return !ran(rc) ? INFINITY : nmse(got.data(), want.data(), got.size());
 }
 
-double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0) {
+/* rope's scalings: none but linear, per-pair divisors (Llama 3's rope_freqs), YaRN, or both */
+enum rope_scaling { ROPE_LINEAR, ROPE_FACTORS, ROPE_YARN, ROPE_FACTORS_YARN };
+
+double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0, rope_scaling scaling = ROPE_LINEAR) {
     const int64_t n_tok = 4, ne0 = (int64_t)n_head * head_dim;
-    dvec<float> x = random_floats((size_t)(n_tok * ne0)), want = x;
+    dvec<float> x = random_floats((size_t)(n_tok * ne0)), want = x, factors((size_t)(rope_dim / 2));
+    for (auto &f : factors)
+        f = 4.5f + 3.5f * rnd_unit(); /* 1 to 8, as Llama 3's */
     dvec<int32_t> pos = { pos0, pos0 + 1, pos0 + 7, 0 };
     brasa_error err = {};
-    bk_tensor wt = host(ne0, n_tok, want.data());
-    const bk_rope_mode mode = neox ? BK_ROPE_NEOX : BK_ROPE_NORMAL;
+    bk_tensor wt = host(ne0, n_tok, want.data()), ft = host(rope_dim / 2, 1, factors.data());
+    const bool with_factors = scaling == ROPE_FACTORS || scaling == ROPE_FACTORS_YARN;
+    const bool yarn = scaling == ROPE_YARN || scaling == ROPE_FACTORS_YARN;
     bk_rope_params rp = {};
     rp.n_head = n_head;
     rp.head_dim = head_dim;
     rp.rope_dim = rope_dim;
-    rp.mode = mode;
+    rp.mode = neox ? BK_ROPE_NEOX : BK_ROPE_NORMAL;
     rp.base = 10000.0f;
-    rp.freq_scale = 0.5f;
-    rp.mscale = 1.0f;
+    rp.freq_scale = yarn ? 0.25f : 0.5f;
+    rp.freq_factors = with_factors ? &ft : nullptr;
+    rp.ext_factor = yarn ? 1.0f : 0.0f;
+    rp.corr_low = yarn ? 3.0f : 0.0f;
+    rp.corr_high = yarn ? 20.0f : 0.0f;
+    rp.mscale = yarn ? 1.14f : 1.0f;
     check_cpu(cpu->ops->rope(cpu, &wt, pos.data(), &rp, &err), err);
-    if (!ran(gk_rope(&ex, x.data(), ne0, n_tok, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, neox)))
+    const gk_rope_params gp = { n_head, head_dim, rope_dim, neox, rp.base, rp.freq_scale, with_factors ? factors.data() : nullptr,
+                                rp.ext_factor, rp.corr_low, rp.corr_high, rp.mscale };
+    if (!ran(gk_rope(&ex, x.data(), ne0, n_tok, pos.data(), &gp)))
         return INFINITY;
     return nmse(x.data(), want.data(), x.size());
 }
@@ -323,6 +335,9 @@ std::vector<check> all_checks() {
         c.push_back({ op, [=] { return elementwise_case(op); }, 1e-11 });
     c.push_back({ "rope normal", [] { return rope_case(3, 64, 64, false, 11); }, 1e-10 });
     c.push_back({ "rope neox partial", [] { return rope_case(2, 128, 96, true, 30000); }, 1e-10 });
+    c.push_back({ "rope freq factors", [] { return rope_case(3, 64, 64, false, 5000, ROPE_FACTORS); }, 1e-10 });
+    c.push_back({ "rope neox yarn", [] { return rope_case(2, 128, 128, true, 20000, ROPE_YARN); }, 1e-10 });
+    c.push_back({ "rope yarn freq factors partial", [] { return rope_case(2, 64, 48, false, 123, ROPE_FACTORS_YARN); }, 1e-10 });
     c.push_back({ "copy_rows f32 to f16 (halves that differ)", [] { return f16_rows_case(); }, 0.0 });
     const dvec<int32_t> prefill = { 0, 1, 2, 3, 4, 5, 6 }, decode = { 40 }, batch = { 3, 70, 71 };
     for (bool f16 : { false, true }) {

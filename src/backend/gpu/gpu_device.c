@@ -305,12 +305,19 @@ static brasa_status gpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, c
     GPU_TRY(on_device(dev, x, "rope", err));
     if ((int64_t)p->n_head * p->head_dim != x->ne0)
         return err_set(err, BRASA_ERR_INTERNAL, "rope: %d heads of %d in rows of %lld", p->n_head, p->head_dim, (long long)x->ne0);
-    if (p->freq_factors || p->ext_factor != 0.0f || p->mscale != 1.0f)
-        return err_set(err, BRASA_ERR_UNSUPPORTED, "rope scaling other than linear is not on the GPU yet");
+    gk_rope_params gp = { p->n_head, p->head_dim, p->rope_dim, p->mode == BK_ROPE_NEOX, p->base, p->freq_scale, NULL,
+                          p->ext_factor, p->corr_low, p->corr_high, p->mscale };
+    if (p->freq_factors) {
+        const bk_tensor *f = p->freq_factors;
+        if (f->type != QUANT_F32 || f->ne0 * f->ne1 < p->rope_dim / 2)
+            return err_set(err, BRASA_ERR_INTERNAL, "rope: %lld frequency factors for %d pairs", (long long)(f->ne0 * f->ne1),
+                           p->rope_dim / 2);
+        const void *fd = NULL;
+        GPU_TRY(device_rows(dev, f, &fd, err)); /* a constant host tensor, copied like a weight */
+        gp.freq_factors = fd;
+    }
     GPU_TRY(stage(g, pos, (size_t)x->ne1 * sizeof *pos, &pd, err));
-    return launched(gk_rope(&g->ex, x->data, floats(x), x->ne1, p->n_head, p->head_dim, p->rope_dim, pd, p->base, p->freq_scale,
-                            p->mode == BK_ROPE_NEOX),
-                    "rope", err);
+    return launched(gk_rope(&g->ex, x->data, floats(x), x->ne1, pd, &gp), "rope", err);
 }
 
 static brasa_status gpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err) {

@@ -636,35 +636,45 @@ extern "C" int gk_glu(const gk_exec *ex, const float *gate, int64_t gate_stride,
 /* ---- rotary embedding ---- */
 
 /* One thread per (token, pair index i): the angle in double, as the CPU reference takes it (at
- * long positions float loses the low bits of pos * freq), then every head of the token. */
-__global__ void gk_rope_kernel(float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
-                               const int32_t *pos, float base, float freq_scale, int neox) {
-    const int half = rope_dim / 2;
+ * long positions float loses the low bits of pos * freq), with the same operations in the same
+ * order (cpu.c's rope_angle), then every head of the token. */
+__global__ void gk_rope_kernel(float *x, int64_t x_stride, int64_t n_tok, const int32_t *pos, gk_rope_params p) {
+    const int half = p.rope_dim / 2;
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_tok * half)
         return;
     const int64_t t = e / half;
     const int i = (int)(e % half);
-    const double theta = (double)pos[t] * (double)freq_scale * pow((double)base, -2.0 * i / rope_dim);
-    const float c = (float)cos(theta), s = (float)sin(theta);
-    const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-    for (int h = 0; h < n_head; h++) {
-        float *v = x + t * x_stride + (int64_t)h * head_dim;
+    double extrap = (double)pos[t] * pow((double)p.base, -2.0 * i / p.rope_dim);
+    if (p.freq_factors)
+        extrap /= (double)p.freq_factors[i];
+    const double interp = (double)p.freq_scale * extrap;
+    double theta = interp;
+    if (p.ext_factor != 0.0f) { /* YaRN: low pairs (long wavelengths) interpolate, high ones extrapolate */
+        const double span = (double)p.corr_high - (double)p.corr_low;
+        double ramp = ((double)i - (double)p.corr_low) / (span > 0.001 ? span : 0.001);
+        ramp = ramp < 0.0 ? 0.0 : ramp > 1.0 ? 1.0 : ramp;
+        const double mix = (1.0 - ramp) * (double)p.ext_factor;
+        theta = interp * (1.0 - mix) + extrap * mix;
+    }
+    const float c = (float)(cos(theta) * (double)p.mscale), s = (float)(sin(theta) * (double)p.mscale);
+    const int a = p.neox ? i : 2 * i, b = p.neox ? i + half : 2 * i + 1;
+    for (int h = 0; h < p.n_head; h++) {
+        float *v = x + t * x_stride + (int64_t)h * p.head_dim;
         const float x0 = v[a], x1 = v[b];
         v[a] = x0 * c - x1 * s;
         v[b] = x0 * s + x1 * c;
     }
 }
 
-extern "C" int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
-                       const int32_t *pos, float base, float freq_scale, int neox) {
-    if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0 || n_head <= 0 || n_tok < 0)
+extern "C" int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, const int32_t *pos, const gk_rope_params *p) {
+    if (p->rope_dim <= 0 || p->rope_dim > p->head_dim || p->rope_dim % 2 != 0 || p->n_head <= 0 || n_tok < 0)
         return -1;
-    const int64_t n = n_tok * (rope_dim / 2);
+    const int64_t n = n_tok * (p->rope_dim / 2);
     if (n == 0)
         return 0;
     GP_LAUNCH(gk_rope_kernel, dim3((unsigned)((n + GK_BLOCK_THREADS - 1) / GK_BLOCK_THREADS)), dim3(GK_BLOCK_THREADS), 0,
-              (gp_stream)ex->stream, x, x_stride, n_tok, n_head, head_dim, rope_dim, pos, base, freq_scale, neox);
+              (gp_stream)ex->stream, x, x_stride, n_tok, pos, *p);
     return 0;
 }
 

@@ -68,9 +68,18 @@ int gk_softcap(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_rows, in
 /* y = act(gate) * up; act 0: SiLU, 1: GELU (tanh approximation), as bk_act */
 int gk_glu(const gk_exec *ex, const float *gate, int64_t gate_stride, const float *up, int64_t up_stride, float *y,
            int64_t y_stride, int64_t n_rows, int64_t ne0, int act);
-/* rotary embedding in place, as bk_device_ops.rope; pos on the device; neox: pairs (i, i + rope_dim/2) */
-int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
-            const int32_t *pos, float base, float freq_scale, int neox);
+/* bk_rope_params with device pointers: the angle of pair i as that struct's comment gives it */
+typedef struct gk_rope_params {
+    int n_head, head_dim, rope_dim;
+    int neox;                  /* pairs (i, i + rope_dim/2), else (2i, 2i+1) */
+    float base, freq_scale;
+    const float *freq_factors; /* NULL, or (rope_dim / 2) per-pair divisors */
+    float ext_factor;          /* YaRN's mix; 0: none */
+    float corr_low, corr_high;
+    float mscale;              /* multiplies cos and sin */
+} gk_rope_params;
+/* rotary embedding in place, as bk_device_ops.rope; x: (n_tok, n_head * head_dim); pos on the device */
+int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, const int32_t *pos, const gk_rope_params *p);
 /* f32 rows into f16 rows (round to nearest even): the KV cache append */
 int gk_f32_to_f16_rows(const gk_exec *ex, const float *src, int64_t src_stride, uint16_t *dst, int64_t dst_stride,
                        int64_t n_rows, int64_t ne0);
