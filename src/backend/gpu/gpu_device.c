@@ -50,6 +50,8 @@ typedef struct gpu_impl {
     gk_exec ex;
     void *stage;       /* device copy of the current call's ids or positions */
     size_t stage_cap;
+    int32_t *groups;   /* matmul_id's slots grouped by expert (gk_moe_group), grown to the largest batch */
+    size_t groups_cap;
     gpu_weight *weights; /* open addressing by host address; capacity a power of two */
     size_t n_weights, weights_cap;
     gpu_choice choices[GPU_CHOICES_MAX];
@@ -202,6 +204,24 @@ static brasa_status stage(gpu_impl *g, const void *host, size_t bytes, const voi
     }
     GPU_CHECK(gr_copy_to_device(g->stage, host, bytes, g->ex.stream));
     *out = g->stage;
+    return BRASA_OK;
+}
+
+/* The device scratch for grouping n_slots slots over n_expert experts, grown (never shrunk) when a
+ * batch needs more: once per larger batch, not per token. */
+static brasa_status groups_reserve(gpu_impl *g, int n_expert, int64_t n_slots, brasa_error *err) {
+    const size_t bytes = gk_moe_groups_bytes(n_expert, n_slots);
+    if (bytes <= g->groups_cap)
+        return BRASA_OK;
+    GPU_CHECK(gr_sync(g->ex.stream)); /* queued products may still read the old groups */
+    gr_free(g->groups);
+    g->groups = NULL;
+    g->groups_cap = 0;
+    void *p = NULL;
+    if (gr_malloc(&p, bytes) != 0)
+        return out_of_memory(bytes, "grouping expert slots", err);
+    g->groups = p;
+    g->groups_cap = bytes;
     return BRASA_OK;
 }
 
@@ -373,6 +393,75 @@ static brasa_status gpu_softcap(bk_device *dev, bk_tensor *x, float cap, brasa_e
     return launched(gk_softcap(&g->ex, x->data, floats(x), x->ne1, x->ne0, cap), "softcap", err);
 }
 
+/* ---- routed experts: ids and weights never leave the device ---- */
+
+static brasa_status gpu_moe_route(bk_device *dev, const bk_tensor *logits, int32_t k, bool renorm, bk_tensor *ids, bk_tensor *weights,
+                                  brasa_error *err) {
+    gpu_impl *g = impl_of(dev);
+    GPU_TRY(on_device(dev, logits, "moe_route", err));
+    GPU_TRY(on_device(dev, ids, "moe_route", err));
+    GPU_TRY(on_device(dev, weights, "moe_route", err));
+    if (ids->type != QUANT_I32 || ids->ne0 != k || weights->ne0 != k || ids->ne1 < logits->ne1 || weights->ne1 < logits->ne1)
+        return err_set(err, BRASA_ERR_INTERNAL, "moe_route: ids (%lld x %lld) and weights (%lld x %lld) for %lld tokens, %d experts each",
+                       (long long)ids->ne1, (long long)ids->ne0, (long long)weights->ne1, (long long)weights->ne0,
+                       (long long)logits->ne1, (int)k);
+    return launched(gk_moe_route(&g->ex, logits->data, floats(logits), logits->ne1, (int)logits->ne0, k, renorm, ids->data,
+                                 (int64_t)(ids->row_bytes / sizeof(int32_t)), weights->data, floats(weights)),
+                    "moe_route", err);
+}
+
+/* Groups the slots by expert once, on the device, then one product per output over the groups. */
+static brasa_status gpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_tensor *ids, const bk_matmul_out *outs, int n,
+                                  brasa_error *err) {
+    gpu_impl *g = impl_of(dev);
+    const int64_t n_tok = ids->ne1, k = ids->ne0, n_slots = n_tok * k;
+    GPU_TRY(on_device(dev, x, "matmul_id", err));
+    GPU_TRY(on_device(dev, ids, "matmul_id", err));
+    if (n < 1 || n > BK_MATMUL_GROUP_MAX || ids->type != QUANT_I32 || (x->ne1 != n_tok && x->ne1 != n_slots))
+        return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: %d outputs, %lld input rows for %lld tokens of %lld slots", n,
+                       (long long)x->ne1, (long long)n_tok, (long long)k);
+    const int64_t n_expert = outs[0].w->ne2;
+    for (int i = 0; i < n; i++) {
+        const bk_tensor *w = outs[i].w, *y = outs[i].y;
+        GPU_TRY(on_device(dev, y, "matmul_id", err));
+        if (w->ne2 != n_expert || w->ne0 != x->ne0 || y->ne0 != w->ne1 || y->ne1 < n_slots || outs[i].bias)
+            return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: output %d: %lld experts of (%lld, %lld) for x of %lld and y (%lld, %lld)%s",
+                           i, (long long)w->ne2, (long long)w->ne1, (long long)w->ne0, (long long)x->ne0, (long long)y->ne1,
+                           (long long)y->ne0, outs[i].bias ? " with a bias" : "");
+    }
+    if (n_expert < 1 || n_expert > GK_EXPERTS_MAX)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "%s: no GPU kernel for %lld experts (at most %d)", gr_vendor(), (long long)n_expert,
+                       GK_EXPERTS_MAX);
+    GPU_TRY(groups_reserve(g, (int)n_expert, n_slots, err));
+    GPU_TRY(launched(gk_moe_group(&g->ex, ids->data, (int64_t)(ids->row_bytes / sizeof(int32_t)), n_tok, (int)k, (int)n_expert, g->groups),
+                     "matmul_id", err));
+    for (int i = 0; i < n; i++) {
+        const bk_tensor *w = outs[i].w;
+        const void *wd = NULL;
+        GPU_TRY(device_rows(dev, w, &wd, err));
+        /* the rule's variant, never a tuned one: tuning times dense products and skips experts */
+        GPU_TRY(launched(gk_matmul_id(&g->ex, GK_VARIANT_DEFAULT, w->type, wd, w->row_bytes, (size_t)w->ne1 * w->row_bytes, w->ne1,
+                                      w->ne0, x->data, floats(x), x->ne1 == n_slots, g->groups, (int)n_expert, n_tok, (int)k,
+                                      outs[i].y->data, floats(outs[i].y)),
+                         "matmul_id", err));
+    }
+    return BRASA_OK;
+}
+
+static brasa_status gpu_moe_sum(bk_device *dev, const bk_tensor *y, const bk_tensor *weights, bk_tensor *out, brasa_error *err) {
+    gpu_impl *g = impl_of(dev);
+    GPU_TRY(on_device(dev, y, "moe_sum", err));
+    GPU_TRY(on_device(dev, weights, "moe_sum", err));
+    GPU_TRY(on_device(dev, out, "moe_sum", err));
+    const int64_t n_tok = out->ne1, k = weights->ne0;
+    if (weights->ne1 < n_tok || y->ne1 < n_tok * k || y->ne0 != out->ne0)
+        return err_set(err, BRASA_ERR_INTERNAL, "moe_sum: %lld rows of %lld for %lld tokens of %lld slots", (long long)y->ne1,
+                       (long long)y->ne0, (long long)n_tok, (long long)k);
+    return launched(gk_moe_sum(&g->ex, y->data, floats(y), weights->data, floats(weights), n_tok, (int)k, out->ne0, out->data,
+                               floats(out)),
+                    "moe_sum", err);
+}
+
 static bool gpu_map_host(bk_device *dev, const void *base, size_t bytes) {
     gpu_impl *g = impl_of(dev);
     void *dev_ptr = NULL;
@@ -411,6 +500,9 @@ static const bk_device_ops gpu_ops = {
     .copy_rows = gpu_copy_rows,
     .attention = gpu_attention,
     .softcap = gpu_softcap,
+    .moe_route = gpu_moe_route,
+    .matmul_id = gpu_matmul_id,
+    .moe_sum = gpu_moe_sum,
     .keep = gpu_keep,
     .map_host = gpu_map_host,
 };
@@ -435,6 +527,7 @@ static void module_device_free(bk_device *dev) {
     if (g->host_base)
         gr_host_unregister(g->host_base);
     gr_free(g->stage);
+    gr_free(g->groups);
     gr_stream_destroy(g->ex.stream);
     free(g);
     free(dev);
