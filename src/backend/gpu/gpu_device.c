@@ -330,7 +330,7 @@ static brasa_status gpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, c
     if (p->freq_factors) {
         const bk_tensor *f = p->freq_factors;
         if (f->type != QUANT_F32 || f->ne0 * f->ne1 < p->rope_dim / 2)
-            return err_set(err, BRASA_ERR_INTERNAL, "rope: %lld frequency factors for %d pairs", (long long)(f->ne0 * f->ne1),
+            return err_set(err, BRASA_ERR_INTERNAL, "rope: %lld frequency factors for %d pairs", (long long)f->ne0 * f->ne1,
                            p->rope_dim / 2);
         const void *fd = NULL;
         GPU_TRY(device_rows(dev, f, &fd, err)); /* a constant host tensor, copied like a weight */
