@@ -3,7 +3,8 @@
  * that silently assumes one width fails here), and with each real GPU module's kernels, where it
  * runs on device 0 or is skipped (exit 77) without one (kernel_env.h). One table, one entry per
  * operation and case; the error is the normalized mean squared error against the reference (the
- * CPU device, or for products the scalar double-precision dot of quant.h). Speed is not measured. */
+ * CPU device, or for products the scalar double-precision dot of quant.h, and for products by
+ * expert the CPU device with float activations). Speed is not measured. */
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -375,14 +376,16 @@ double matmul_id_case(uint32_t type, int64_t n_tok, bool per_slot, const std::st
     return nmse(got.data(), ref.data(), got.size());
 }
 
-/* Each slot of a BK_BATCH_EXACT_MAX-token batch gets the bits it gets alone: 0 when it does, else
- * the number of outputs that differ. */
+/* Each slot of a BK_BATCH_EXACT_MAX-token batch gets the bits it gets alone, which are those of
+ * gk_matmul of its expert and input (the same decode variant): 0 when they are, else the number
+ * of outputs that differ. */
 double matmul_id_exact_case(uint32_t type, bool per_slot) {
     const int n_expert = 8, k = 3;
     const int64_t n_tok = BK_BATCH_EXACT_MAX, n_in = 512, n_out = 37, n_slots = n_tok * k, n_x = per_slot ? n_slots : n_tok;
     uint64_t rb = 0;
     const dvec<uint8_t> w = expert_weights(type, n_expert, n_out, n_in, &rb);
     dvec<float> x = random_floats((size_t)(n_in * n_x)), batch((size_t)(n_slots * n_out)), alone((size_t)(k * n_out));
+    dvec<float> dense((size_t)n_out);
     dvec<int32_t> ids = expert_ids(n_tok, k, n_expert, "random");
     dvec<int32_t> groups(gk_moe_groups_bytes(n_expert, n_slots) / sizeof(int32_t));
     if (!ran(gk_moe_group(&ex, ids.data(), k, n_tok, k, n_expert, groups.data())) ||
@@ -398,6 +401,13 @@ double matmul_id_exact_case(uint32_t type, bool per_slot) {
             return INFINITY;
         for (int64_t i = 0; i < k * n_out; i++)
             differ += std::memcmp(&alone[(size_t)i], &batch[(size_t)(t * k * n_out + i)], sizeof(float)) != 0;
+        for (int j = 0; j < k; j++) {
+            const uint8_t *expert = w.data() + (size_t)ids[(size_t)(t * k + j)] * rb * n_out;
+            if (!ran(gk_matmul(&ex, GK_VARIANT_DEFAULT, type, expert, rb, n_out, n_in, xt + (per_slot ? j * n_in : 0), n_in, 1, nullptr,
+                               dense.data(), n_out)))
+                return INFINITY;
+            differ += std::memcmp(dense.data(), &alone[(size_t)(j * n_out)], (size_t)n_out * sizeof(float)) != 0;
+        }
     }
     return differ;
 }
@@ -491,6 +501,10 @@ std::vector<check> all_checks() {
                                       pattern,
                                   [=] { return matmul_id_case(t, n_tok, per_slot, pattern); }, 1e-10 });
     }
+    /* more slots than the grouping block has threads: its passes over the slots take several chunks */
+    for (const char *pattern : { "random", "same" })
+        c.push_back({ std::string("matmul_id q4_0 tokens 100 x per token ") + pattern,
+                      [=] { return matmul_id_case(QUANT_Q4_0, 100, false, pattern); }, 1e-10 });
     for (int v = 0; v < gk_variants(GK_DECODE); v++)
         c.push_back({ std::string("matmul_id q4_K tokens 3 (") + gk_variant_name(GK_DECODE, v) + ")",
                       [=] { return matmul_id_case(QUANT_Q4_K, 3, false, "random", v); }, 1e-10 });

@@ -114,8 +114,8 @@ int gk_moe_group(const gk_exec *ex, const int32_t *ids, int64_t ids_stride, int6
 /* y[s] = expert e's w times x's row s (x_per_slot) or s / k (the token's), for every slot s of
  * every expert e of groups; w: n_expert experts of (n_out, n_in), w_expert_bytes apart; y: (n_tok *
  * k, n_out). Matrix-vector passes over each expert's slots, GK_MATVEC_TOKENS_MAX at a time, with a
- * decode variant (GK_VARIANT_DEFAULT: the rule's): a slot's sums are the bits gk_matmul gives its
- * input with that variant, whatever the batch. */
+ * decode variant (GK_VARIANT_DEFAULT: the rule's): a slot's sums are, whatever the batch, the bits
+ * gk_matmul's decode products give its input and expert with that variant. */
 int gk_matmul_id(const gk_exec *ex, int variant, uint32_t type, const void *w, size_t w_row_bytes, size_t w_expert_bytes,
                  int64_t n_out, int64_t n_in, const float *x, int64_t x_stride, int x_per_slot, const int32_t *groups, int n_expert,
                  int64_t n_tok, int k, float *y, int64_t y_stride);
