@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "platform/platform.h"
 #include "tool_args.h"
+#include "models/arch.h"
 #include "tools/catalog.h"
 #include "tools/probe.h"
 
@@ -34,8 +35,8 @@ typedef struct fitting {
     fit_result r;
 } fitting;
 
-/* The DOCTOR_LIST largest catalog models that fit d at DOCTOR_CTX, each at its best quantization,
- * with n_threads CPU threads' scratch. */
+/* The DOCTOR_LIST largest catalog models brasa runs that fit d at DOCTOR_CTX, each at its best
+ * quantization, with n_threads CPU threads' scratch. */
 static int models_that_fit(const devtab_device *d, int32_t n_threads, fitting *out) {
     fit_model *m = malloc(sizeof *m);
     if (!m)
@@ -43,6 +44,8 @@ static int models_that_fit(const devtab_device *d, int32_t n_threads, fitting *o
     int n = 0;
     for (size_t i = catalog_count(); i-- > 0 && n < DOCTOR_LIST;) {
         const catalog_model *c = catalog_get(i);
+        if (!arch_find(c->arch))
+            continue; /* recommend only what runs */
         for (size_t q = catalog_quant_count(); q-- > 0;) {
             const catalog_quant *quant = catalog_quant_get(q);
             brasa_error err;

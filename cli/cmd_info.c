@@ -112,6 +112,11 @@ static void print_human(const char *path, const brasa_model *m, bool tensors, bo
     printf("  layers         %d\n", d.n_layer);
     printf("  embedding      %d\n", d.n_embd);
     printf("  feed-forward   %d\n", d.n_ff);
+    if (d.n_expert > 0) {
+        printf("  experts        %d, %d used per token, feed-forward %d each\n", d.n_expert, d.n_expert_used, d.n_ff_exp);
+        printf("  active         %.2f M parameters per token (%.1f%%)\n", (double)d.n_params_active / 1e6,
+               d.n_params > 0 ? 100.0 * (double)d.n_params_active / (double)d.n_params : 0.0);
+    }
     printf("  heads          %d, KV heads %d, head dim %d\n", d.n_head, d.n_head_kv, d.head_dim);
     printf("  context        %d tokens (trained)\n", d.n_ctx_train);
     printf("  rope           base %g, dims %d, scaling %s", d.rope_freq_base, d.rope_dim, d.rope_scaling);
@@ -206,6 +211,8 @@ static void print_json(const char *path, const brasa_model *m) {
            (double)d.rope_freq_base);
     json_cstr(stdout, d.rope_scaling);
     printf(", \"rope_scaling_factor\": %.9g, \"sliding_window\": %d", (double)d.rope_scaling_factor, d.sliding_window);
+    printf(", \"n_expert\": %d, \"n_expert_used\": %d, \"n_ff_exp\": %d, \"n_params_active\": %" PRId64, d.n_expert,
+           d.n_expert_used, d.n_ff_exp, d.n_params_active);
     printf(", \"vocab\": {\"size\": %d, \"type\": \"%s\", \"model\": ", d.n_vocab,
            d.vocab_type == BRASA_VOCAB_SPM ? "spm" : d.vocab_type == BRASA_VOCAB_BPE ? "bpe" : "none");
     json_cstr(stdout, d.tokenizer_model);

@@ -1,6 +1,6 @@
 /* catalog.h: the shapes of popular open models, for two jobs: `brasa fit --params 7B` assumes the
  * shape of the nearest one (layers, KV heads, head size, window) to size its KV cache, and
- * `brasa doctor` lists the largest of them that fit this machine. Shapes are the models' published
+ * `brasa doctor` lists the largest of them that brasa runs and that fit this machine. Shapes are the models' published
  * configurations. */
 #ifndef BRASA_TOOLS_CATALOG_H
 #define BRASA_TOOLS_CATALOG_H
@@ -10,6 +10,7 @@
 
 typedef struct catalog_model {
     const char *name;          /* "Qwen2.5-7B-Instruct" */
+    const char *arch;          /* its GGUF files' general.architecture: whether brasa runs it is arch_find's */
     double params;             /* all parameters */
     double active_params;      /* parameters one token uses (MoE: the routed experts only) */
     int32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_ctx_train;
