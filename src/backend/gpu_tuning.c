@@ -264,6 +264,8 @@ brasa_status gtune_measure(const gtune_device *d, const bk_tensor *const *weight
     const bk_tensor *shapes[BRASA_TUNE_SHAPES_MAX / 2];
     int n_shapes = 0;
     for (size_t i = 0; i < n; i++) {
+        if (weights[i]->ne2 > 1)
+            continue; /* experts: matmul_id's products take the rule's variant, not a tuned one */
         bool seen = false;
         for (int j = 0; j < n_shapes && !seen; j++)
             seen = shapes[j]->type == weights[i]->type && shapes[j]->ne1 == weights[i]->ne1 && shapes[j]->ne0 == weights[i]->ne0;

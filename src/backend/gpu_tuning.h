@@ -37,7 +37,8 @@ int gtune_load(const gtune_device *d, char *note, size_t note_size);
 
 /* Measures every variant of the products of the weights (1 token for decode, prefill_tokens for
  * prefill; reps runs each after a warm-up), sets the fastest on d->dev and stores them in the
- * cache file beside the stored choices of other shapes. Weights of one shape count once. */
+ * cache file beside the stored choices of other shapes. Weights of one shape count once; 3-D
+ * expert weights are skipped (matmul_id does not take tuned variants). */
 brasa_status gtune_measure(const gtune_device *d, const bk_tensor *const *weights, size_t n, const brasa_tune_params *params,
                            brasa_tune_report *report, brasa_error *err);
 

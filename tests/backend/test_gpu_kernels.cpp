@@ -3,7 +3,8 @@
  * that silently assumes one width fails here), and with each real GPU module's kernels, where it
  * runs on device 0 or is skipped (exit 77) without one (kernel_env.h). One table, one entry per
  * operation and case; the error is the normalized mean squared error against the reference (the
- * CPU device, or for products the scalar double-precision dot of quant.h). Speed is not measured. */
+ * CPU device, or for products the scalar double-precision dot of quant.h, and for products by
+ * expert the CPU device with float activations). Speed is not measured. */
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +42,14 @@ template <typename T, typename U> bool operator!=(const ke_allocator<T> &, const
 template <typename T> using dvec = std::vector<T, ke_allocator<T>>;
 
 bk_device *cpu = nullptr;
+
+void set_env(const char *name, const char *value) {
+#ifdef _WIN32
+    _putenv_s(name, value);
+#else
+    setenv(name, value, 1);
+#endif
+}
 gk_exec ex = { nullptr, 32 };
 
 /* A launch that returned 0 and whose kernels then finished without an error. */
@@ -191,23 +200,35 @@ double elementwise_case(const std::string &op) {
     return !ran(rc) ? INFINITY : nmse(got.data(), want.data(), got.size());
 }
 
-double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0) {
+/* rope's scalings: none but linear, per-pair divisors (Llama 3's rope_freqs), YaRN, or both */
+enum rope_scaling { ROPE_LINEAR, ROPE_FACTORS, ROPE_YARN, ROPE_FACTORS_YARN };
+
+double rope_case(int n_head, int head_dim, int rope_dim, bool neox, int32_t pos0, rope_scaling scaling = ROPE_LINEAR) {
     const int64_t n_tok = 4, ne0 = (int64_t)n_head * head_dim;
-    dvec<float> x = random_floats((size_t)(n_tok * ne0)), want = x;
+    dvec<float> x = random_floats((size_t)(n_tok * ne0)), want = x, factors((size_t)(rope_dim / 2));
+    for (auto &f : factors)
+        f = 4.5f + 3.5f * rnd_unit(); /* 1 to 8, as Llama 3's */
     dvec<int32_t> pos = { pos0, pos0 + 1, pos0 + 7, 0 };
     brasa_error err = {};
-    bk_tensor wt = host(ne0, n_tok, want.data());
-    const bk_rope_mode mode = neox ? BK_ROPE_NEOX : BK_ROPE_NORMAL;
+    bk_tensor wt = host(ne0, n_tok, want.data()), ft = host(rope_dim / 2, 1, factors.data());
+    const bool with_factors = scaling == ROPE_FACTORS || scaling == ROPE_FACTORS_YARN;
+    const bool yarn = scaling == ROPE_YARN || scaling == ROPE_FACTORS_YARN;
     bk_rope_params rp = {};
     rp.n_head = n_head;
     rp.head_dim = head_dim;
     rp.rope_dim = rope_dim;
-    rp.mode = mode;
+    rp.mode = neox ? BK_ROPE_NEOX : BK_ROPE_NORMAL;
     rp.base = 10000.0f;
-    rp.freq_scale = 0.5f;
-    rp.mscale = 1.0f;
+    rp.freq_scale = yarn ? 0.25f : 0.5f;
+    rp.freq_factors = with_factors ? &ft : nullptr;
+    rp.ext_factor = yarn ? 1.0f : 0.0f;
+    rp.corr_low = yarn ? 3.0f : 0.0f;
+    rp.corr_high = yarn ? 20.0f : 0.0f;
+    rp.mscale = yarn ? 1.14f : 1.0f;
     check_cpu(cpu->ops->rope(cpu, &wt, pos.data(), &rp, &err), err);
-    if (!ran(gk_rope(&ex, x.data(), ne0, n_tok, n_head, head_dim, rope_dim, pos.data(), 10000.0f, 0.5f, neox)))
+    const gk_rope_params gp = { n_head, head_dim, rope_dim, neox, rp.base, rp.freq_scale, with_factors ? factors.data() : nullptr,
+                                rp.ext_factor, rp.corr_low, rp.corr_high, rp.mscale };
+    if (!ran(gk_rope(&ex, x.data(), ne0, n_tok, pos.data(), &gp)))
         return INFINITY;
     return nmse(x.data(), want.data(), x.size());
 }
@@ -259,6 +280,145 @@ double attention_case(const attn_setup &a) {
     check_cpu(cpu->ops->attention(cpu, &qt, &kt, &vt, a.pos.data(), &p, &ot, &err), err);
     if (!ran(gk_attention(&ex, q.data(), q_ne0, kd, vd, a.f16, kv_ne0, a.cache_rows, a.pos.data(), n_tok, a.n_head, a.n_head_kv,
                           a.head_dim, scale, a.softcap, a.window, got.data(), q_ne0)))
+        return INFINITY;
+    return nmse(got.data(), want.data(), got.size());
+}
+
+/* ---- routed experts, against the CPU device ---- */
+
+/* moe_route: the weights' error, or 1 + the number of chosen experts that differ from the CPU's
+ * (any is a failure). ties: logits of a few values only, so that many are exactly equal. */
+double moe_route_case(int64_t n_tok, int n_expert, int k, bool renorm, bool ties) {
+    dvec<float> logits((size_t)(n_tok * n_expert));
+    for (auto &l : logits)
+        l = ties ? (float)(rnd() % 4) * 0.5f : rnd_unit() * 4.0f;
+    dvec<int32_t> ids((size_t)(n_tok * k), -1), want_ids(ids.size());
+    dvec<float> w((size_t)(n_tok * k), NAN), want_w(w.size());
+    brasa_error err = {};
+    bk_tensor lt = host(n_expert, n_tok, logits.data()), wt = host(k, n_tok, want_w.data());
+    bk_tensor it = bk_view(nullptr, QUANT_I32, k, n_tok, want_ids.data());
+    check_cpu(cpu->ops->moe_route(cpu, &lt, k, renorm, &it, &wt, &err), err);
+    if (!ran(gk_moe_route(&ex, logits.data(), n_expert, n_tok, n_expert, k, renorm, ids.data(), k, w.data(), k)))
+        return INFINITY;
+    double differ = 0;
+    for (size_t i = 0; i < ids.size(); i++)
+        differ += ids[i] != want_ids[i];
+    return differ > 0 ? 1.0 + differ : nmse(w.data(), want_w.data(), w.size());
+}
+
+/* Each token's k distinct experts: "random" of all, "same" (every token the same ones, in the same
+ * order), or "unchosen" (random, but never experts 1 and 4 mod 5). */
+dvec<int32_t> expert_ids(int64_t n_tok, int k, int n_expert, const std::string &pattern) {
+    dvec<int32_t> ids((size_t)(n_tok * k));
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int j = 0; j < k; j++) {
+            int32_t e;
+            bool fresh;
+            do {
+                e = pattern == "same" ? (int32_t)((7 * j + 3) % n_expert) : (int32_t)(rnd() % (uint32_t)n_expert);
+                fresh = !(pattern == "unchosen" && (e % 5 == 1 || e % 5 == 4));
+                for (int i = 0; i < j; i++)
+                    fresh = fresh && ids[(size_t)(t * k + i)] != e;
+            } while (!fresh);
+            ids[(size_t)(t * k + j)] = e;
+        }
+    return ids;
+}
+
+/* The experts' weights: n_expert experts of (n_out, n_in), one after the other. */
+dvec<uint8_t> expert_weights(uint32_t type, int n_expert, int64_t n_out, int64_t n_in, uint64_t *row_bytes) {
+    quant_row_bytes(type, n_in, row_bytes);
+    dvec<uint8_t> w((size_t)*row_bytes * (size_t)(n_out * n_expert));
+    for (int64_t r = 0; r < n_out * n_expert; r++)
+        fill_row(type, w.data() + (size_t)r * *row_bytes, n_in);
+    return w;
+}
+
+bk_device *cpu_f32 = nullptr; /* the CPU device with float activations: its products round only in float */
+
+/* matmul_id of two products sharing x (rows 37 and 20) against the CPU device's (float
+ * activations); per_slot: x has a row per slot, else one per token. */
+double matmul_id_case(uint32_t type, int64_t n_tok, bool per_slot, const std::string &pattern, int variant = GK_VARIANT_DEFAULT) {
+    const int n_expert = 8, k = 3;
+    const int64_t n_in = 256, n_out[2] = { 37, 20 }, n_slots = n_tok * k, n_x = per_slot ? n_slots : n_tok;
+    uint64_t rb = 0;
+    const dvec<uint8_t> w0 = expert_weights(type, n_expert, n_out[0], n_in, &rb), w1 = expert_weights(type, n_expert, n_out[1], n_in, &rb);
+    const dvec<uint8_t> *ws[2] = { &w0, &w1 };
+    const int64_t xs = n_in + 3; /* strides wider than rows */
+    dvec<float> x = random_floats((size_t)(xs * n_x));
+    dvec<int32_t> ids = expert_ids(n_tok, k, n_expert, pattern);
+    dvec<int32_t> groups(gk_moe_groups_bytes(n_expert, n_slots) / sizeof(int32_t));
+    dvec<float> y[2], want[2];
+    bk_tensor wt[2], yt[2];
+    bk_matmul_out outs[2];
+    for (int i = 0; i < 2; i++) {
+        y[i].assign((size_t)(n_slots * n_out[i]), NAN);
+        want[i].assign(y[i].size(), NAN);
+        wt[i] = bk_view3(nullptr, type, n_in, n_out[i], n_expert, (void *)ws[i]->data());
+        yt[i] = host(n_out[i], n_slots, want[i].data());
+        outs[i] = { &wt[i], nullptr, &yt[i] };
+    }
+    brasa_error err = {};
+    bk_tensor xt = host(n_in, n_x, x.data()), it = bk_view(nullptr, QUANT_I32, k, n_tok, ids.data());
+    xt.row_bytes = (size_t)xs * sizeof(float);
+    check_cpu(cpu_f32->ops->matmul_id(cpu_f32, &xt, &it, outs, 2, &err), err);
+    if (!ran(gk_moe_group(&ex, ids.data(), k, n_tok, k, n_expert, groups.data())))
+        return INFINITY;
+    for (int i = 0; i < 2; i++)
+        if (!ran(gk_matmul_id(&ex, variant, type, ws[i]->data(), rb, (size_t)rb * (size_t)n_out[i], n_out[i], n_in, x.data(), xs,
+                              per_slot, groups.data(), n_expert, n_tok, k, y[i].data(), n_out[i])))
+            return INFINITY;
+    std::vector<float> got, ref;
+    for (int i = 0; i < 2; i++) {
+        got.insert(got.end(), y[i].begin(), y[i].end());
+        ref.insert(ref.end(), want[i].begin(), want[i].end());
+    }
+    return nmse(got.data(), ref.data(), got.size());
+}
+
+/* Each slot of a BK_BATCH_EXACT_MAX-token batch gets the bits it gets alone, which are those of
+ * gk_matmul of its expert and input (the same decode variant): 0 when they are, else the number
+ * of outputs that differ. */
+double matmul_id_exact_case(uint32_t type, bool per_slot) {
+    const int n_expert = 8, k = 3;
+    const int64_t n_tok = BK_BATCH_EXACT_MAX, n_in = 512, n_out = 37, n_slots = n_tok * k, n_x = per_slot ? n_slots : n_tok;
+    uint64_t rb = 0;
+    const dvec<uint8_t> w = expert_weights(type, n_expert, n_out, n_in, &rb);
+    dvec<float> x = random_floats((size_t)(n_in * n_x)), batch((size_t)(n_slots * n_out)), alone((size_t)(k * n_out));
+    dvec<float> dense((size_t)n_out);
+    dvec<int32_t> ids = expert_ids(n_tok, k, n_expert, "random");
+    dvec<int32_t> groups(gk_moe_groups_bytes(n_expert, n_slots) / sizeof(int32_t));
+    if (!ran(gk_moe_group(&ex, ids.data(), k, n_tok, k, n_expert, groups.data())) ||
+        !ran(gk_matmul_id(&ex, GK_VARIANT_DEFAULT, type, w.data(), rb, (size_t)rb * n_out, n_out, n_in, x.data(), n_in, per_slot,
+                          groups.data(), n_expert, n_tok, k, batch.data(), n_out)))
+        return INFINITY;
+    double differ = 0;
+    for (int64_t t = 0; t < n_tok; t++) {
+        const float *xt = x.data() + (per_slot ? t * k : t) * n_in;
+        if (!ran(gk_moe_group(&ex, ids.data() + t * k, k, 1, k, n_expert, groups.data())) ||
+            !ran(gk_matmul_id(&ex, GK_VARIANT_DEFAULT, type, w.data(), rb, (size_t)rb * n_out, n_out, n_in, xt, n_in, per_slot,
+                              groups.data(), n_expert, 1, k, alone.data(), n_out)))
+            return INFINITY;
+        for (int64_t i = 0; i < k * n_out; i++)
+            differ += std::memcmp(&alone[(size_t)i], &batch[(size_t)(t * k * n_out + i)], sizeof(float)) != 0;
+        for (int j = 0; j < k; j++) {
+            const uint8_t *expert = w.data() + (size_t)ids[(size_t)(t * k + j)] * rb * n_out;
+            if (!ran(gk_matmul(&ex, GK_VARIANT_DEFAULT, type, expert, rb, n_out, n_in, xt + (per_slot ? j * n_in : 0), n_in, 1, nullptr,
+                               dense.data(), n_out)))
+                return INFINITY;
+            differ += std::memcmp(dense.data(), &alone[(size_t)(j * n_out)], (size_t)n_out * sizeof(float)) != 0;
+        }
+    }
+    return differ;
+}
+
+double moe_sum_case(int64_t n_tok, int k, int64_t ne0) {
+    dvec<float> y = random_floats((size_t)(n_tok * k * ne0), 3.0f), w = random_floats((size_t)(n_tok * k));
+    dvec<float> got((size_t)(n_tok * ne0), NAN), want(got.size(), NAN);
+    brasa_error err = {};
+    bk_tensor yt = host(ne0, n_tok * k, y.data()), wt = host(k, n_tok, w.data()), ot = host(ne0, n_tok, want.data());
+    check_cpu(cpu->ops->moe_sum(cpu, &yt, &wt, &ot, &err), err);
+    if (!ran(gk_moe_sum(&ex, y.data(), ne0, w.data(), k, n_tok, k, ne0, got.data(), ne0)))
         return INFINITY;
     return nmse(got.data(), want.data(), got.size());
 }
@@ -323,6 +483,37 @@ std::vector<check> all_checks() {
         c.push_back({ op, [=] { return elementwise_case(op); }, 1e-11 });
     c.push_back({ "rope normal", [] { return rope_case(3, 64, 64, false, 11); }, 1e-10 });
     c.push_back({ "rope neox partial", [] { return rope_case(2, 128, 96, true, 30000); }, 1e-10 });
+    c.push_back({ "rope freq factors", [] { return rope_case(3, 64, 64, false, 5000, ROPE_FACTORS); }, 1e-10 });
+    c.push_back({ "rope neox yarn", [] { return rope_case(2, 128, 128, true, 20000, ROPE_YARN); }, 1e-10 });
+    c.push_back({ "rope yarn freq factors partial", [] { return rope_case(2, 64, 48, false, 123, ROPE_FACTORS_YARN); }, 1e-10 });
+    /* routed experts */
+    c.push_back({ "moe_route 8 experts top 3 ties", [] { return moe_route_case(5, 8, 3, true, true); }, 1e-10 });
+    c.push_back({ "moe_route 60 experts top 4", [] { return moe_route_case(4, 60, 4, false, false); }, 1e-10 });
+    c.push_back({ "moe_route 128 experts top 8", [] { return moe_route_case(3, 128, 8, true, false); }, 1e-10 });
+    c.push_back({ "moe_route 1024 experts top 64 ties", [] { return moe_route_case(2, 1024, 64, false, true); }, 1e-10 });
+    c.push_back({ "moe_route all equal", [] { return moe_route_case(2, 16, 16, true, true); }, 1e-10 });
+    for (uint32_t t : { QUANT_Q8_0, QUANT_Q4_0, QUANT_Q4_K, QUANT_F16, QUANT_F32, QUANT_Q6_K }) {
+        const std::string n = quant_name(t);
+        for (int64_t n_tok : { 1, 3, 17 })
+            for (bool per_slot : { false, true })
+                for (const char *pattern : { "random", "same", "unchosen" })
+                    c.push_back({ "matmul_id " + n + " tokens " + std::to_string(n_tok) + (per_slot ? " x per slot " : " x per token ") +
+                                      pattern,
+                                  [=] { return matmul_id_case(t, n_tok, per_slot, pattern); }, 1e-10 });
+    }
+    /* more slots than the grouping block has threads: its passes over the slots take several chunks */
+    for (const char *pattern : { "random", "same" })
+        c.push_back({ std::string("matmul_id q4_0 tokens 100 x per token ") + pattern,
+                      [=] { return matmul_id_case(QUANT_Q4_0, 100, false, pattern); }, 1e-10 });
+    for (int v = 0; v < gk_variants(GK_DECODE); v++)
+        c.push_back({ std::string("matmul_id q4_K tokens 3 (") + gk_variant_name(GK_DECODE, v) + ")",
+                      [=] { return matmul_id_case(QUANT_Q4_K, 3, false, "random", v); }, 1e-10 });
+    for (uint32_t t : { QUANT_Q8_0, QUANT_Q4_K, QUANT_F16 })
+        for (bool per_slot : { false, true })
+            c.push_back({ std::string("matmul_id batch of 15 exact ") + quant_name(t) + (per_slot ? " x per slot" : " x per token"),
+                          [=] { return matmul_id_exact_case(t, per_slot); }, 0.0 });
+    c.push_back({ "moe_sum", [] { return moe_sum_case(3, 4, 100); }, 1e-12 });
+    c.push_back({ "moe_sum one slot", [] { return moe_sum_case(2, 1, 37); }, 1e-12 });
     c.push_back({ "copy_rows f32 to f16 (halves that differ)", [] { return f16_rows_case(); }, 0.0 });
     const dvec<int32_t> prefill = { 0, 1, 2, 3, 4, 5, 6 }, decode = { 40 }, batch = { 3, 70, 71 };
     for (bool f16 : { false, true }) {
@@ -345,10 +536,18 @@ int main() {
         std::printf("FAIL cpu device: %s\n", err.message);
         return 1;
     }
+    set_env("BRASA_CPU_ACTIVATIONS", "f32"); /* read when a CPU device is made */
+    const brasa_status f32_st = bk_cpu_create(1, &cpu_f32, &err);
+    set_env("BRASA_CPU_ACTIVATIONS", "");
+    if (f32_st != BRASA_OK) {
+        std::printf("FAIL cpu device with float activations: %s\n", err.message);
+        return 1;
+    }
     char why[256];
     if (ke_open(why, sizeof why) != 0) {
         std::printf("skip: %s\n", why);
         bk_cpu_free(cpu);
+        bk_cpu_free(cpu_f32);
         return 77;
     }
     std::printf("kernels on %s\n", ke_name());
@@ -380,6 +579,7 @@ int main() {
     std::printf("%s refuses unsupported types and shapes\n", refused ? "ok  " : "FAIL");
     refused ? passed++ : failed++;
     bk_cpu_free(cpu);
+    bk_cpu_free(cpu_f32);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -50,6 +50,8 @@ typedef struct gpu_impl {
     gk_exec ex;
     void *stage;       /* device copy of the current call's ids or positions */
     size_t stage_cap;
+    int32_t *groups;   /* matmul_id's slots grouped by expert (gk_moe_group), grown to the largest batch */
+    size_t groups_cap;
     gpu_weight *weights; /* open addressing by host address; capacity a power of two */
     size_t n_weights, weights_cap;
     gpu_choice choices[GPU_CHOICES_MAX];
@@ -151,7 +153,9 @@ static brasa_status device_rows(bk_device *dev, const bk_tensor *t, const void *
     }
     if (t->dev || !t->constant)
         return err_set(err, BRASA_ERR_INTERNAL, "%s: a tensor of another device, or host memory not marked constant", gr_vendor());
-    const size_t bytes = (size_t)t->ne1 * t->row_bytes;
+    /* every expert of a 3-D weight: bk_bytes, written out because backend.c is in the program, not
+     * in the module (which links no brasa code but error.c) */
+    const size_t bytes = (size_t)t->ne2 * (size_t)t->ne1 * t->row_bytes;
     const char *host = t->data;
     if (g->host_base && host >= g->host_base && bytes <= g->host_bytes && (size_t)(host - g->host_base) <= g->host_bytes - bytes) {
         *out = g->host_dev + (host - g->host_base); /* read in place */
@@ -200,6 +204,24 @@ static brasa_status stage(gpu_impl *g, const void *host, size_t bytes, const voi
     }
     GPU_CHECK(gr_copy_to_device(g->stage, host, bytes, g->ex.stream));
     *out = g->stage;
+    return BRASA_OK;
+}
+
+/* The device scratch for grouping n_slots slots over n_expert experts, grown (never shrunk) when a
+ * batch needs more: once per larger batch, not per token. */
+static brasa_status groups_reserve(gpu_impl *g, int n_expert, int64_t n_slots, brasa_error *err) {
+    const size_t bytes = gk_moe_groups_bytes(n_expert, n_slots);
+    if (bytes <= g->groups_cap)
+        return BRASA_OK;
+    GPU_CHECK(gr_sync(g->ex.stream)); /* queued products may still read the old groups */
+    gr_free(g->groups);
+    g->groups = NULL;
+    g->groups_cap = 0;
+    void *p = NULL;
+    if (gr_malloc(&p, bytes) != 0)
+        return out_of_memory(bytes, "grouping expert slots", err);
+    g->groups = p;
+    g->groups_cap = bytes;
     return BRASA_OK;
 }
 
@@ -303,12 +325,19 @@ static brasa_status gpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, c
     GPU_TRY(on_device(dev, x, "rope", err));
     if ((int64_t)p->n_head * p->head_dim != x->ne0)
         return err_set(err, BRASA_ERR_INTERNAL, "rope: %d heads of %d in rows of %lld", p->n_head, p->head_dim, (long long)x->ne0);
-    if (p->freq_factors || p->ext_factor != 0.0f || p->mscale != 1.0f)
-        return err_set(err, BRASA_ERR_UNSUPPORTED, "rope scaling other than linear is not on the GPU yet");
+    gk_rope_params gp = { p->n_head, p->head_dim, p->rope_dim, p->mode == BK_ROPE_NEOX, p->base, p->freq_scale, NULL,
+                          p->ext_factor, p->corr_low, p->corr_high, p->mscale };
+    if (p->freq_factors) {
+        const bk_tensor *f = p->freq_factors;
+        if (f->type != QUANT_F32 || f->ne0 * f->ne1 < p->rope_dim / 2)
+            return err_set(err, BRASA_ERR_INTERNAL, "rope: %lld frequency factors for %d pairs", (long long)f->ne0 * f->ne1,
+                           p->rope_dim / 2);
+        const void *fd = NULL;
+        GPU_TRY(device_rows(dev, f, &fd, err)); /* a constant host tensor, copied like a weight */
+        gp.freq_factors = fd;
+    }
     GPU_TRY(stage(g, pos, (size_t)x->ne1 * sizeof *pos, &pd, err));
-    return launched(gk_rope(&g->ex, x->data, floats(x), x->ne1, p->n_head, p->head_dim, p->rope_dim, pd, p->base, p->freq_scale,
-                            p->mode == BK_ROPE_NEOX),
-                    "rope", err);
+    return launched(gk_rope(&g->ex, x->data, floats(x), x->ne1, pd, &gp), "rope", err);
 }
 
 static brasa_status gpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err) {
@@ -364,6 +393,75 @@ static brasa_status gpu_softcap(bk_device *dev, bk_tensor *x, float cap, brasa_e
     return launched(gk_softcap(&g->ex, x->data, floats(x), x->ne1, x->ne0, cap), "softcap", err);
 }
 
+/* ---- routed experts: ids and weights never leave the device ---- */
+
+static brasa_status gpu_moe_route(bk_device *dev, const bk_tensor *logits, int32_t k, bool renorm, bk_tensor *ids, bk_tensor *weights,
+                                  brasa_error *err) {
+    gpu_impl *g = impl_of(dev);
+    GPU_TRY(on_device(dev, logits, "moe_route", err));
+    GPU_TRY(on_device(dev, ids, "moe_route", err));
+    GPU_TRY(on_device(dev, weights, "moe_route", err));
+    if (ids->type != QUANT_I32 || ids->ne0 != k || weights->ne0 != k || ids->ne1 < logits->ne1 || weights->ne1 < logits->ne1)
+        return err_set(err, BRASA_ERR_INTERNAL, "moe_route: ids (%lld x %lld) and weights (%lld x %lld) for %lld tokens, %d experts each",
+                       (long long)ids->ne1, (long long)ids->ne0, (long long)weights->ne1, (long long)weights->ne0,
+                       (long long)logits->ne1, (int)k);
+    return launched(gk_moe_route(&g->ex, logits->data, floats(logits), logits->ne1, (int)logits->ne0, k, renorm, ids->data,
+                                 (int64_t)(ids->row_bytes / sizeof(int32_t)), weights->data, floats(weights)),
+                    "moe_route", err);
+}
+
+/* Groups the slots by expert once, on the device, then one product per output over the groups. */
+static brasa_status gpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_tensor *ids, const bk_matmul_out *outs, int n,
+                                  brasa_error *err) {
+    gpu_impl *g = impl_of(dev);
+    const int64_t n_tok = ids->ne1, k = ids->ne0, n_slots = n_tok * k;
+    GPU_TRY(on_device(dev, x, "matmul_id", err));
+    GPU_TRY(on_device(dev, ids, "matmul_id", err));
+    if (n < 1 || n > BK_MATMUL_GROUP_MAX || ids->type != QUANT_I32 || (x->ne1 != n_tok && x->ne1 != n_slots))
+        return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: %d outputs, %lld input rows for %lld tokens of %lld slots", n,
+                       (long long)x->ne1, (long long)n_tok, (long long)k);
+    const int64_t n_expert = outs[0].w->ne2;
+    for (int i = 0; i < n; i++) {
+        const bk_tensor *w = outs[i].w, *y = outs[i].y;
+        GPU_TRY(on_device(dev, y, "matmul_id", err));
+        if (w->ne2 != n_expert || w->ne0 != x->ne0 || y->ne0 != w->ne1 || y->ne1 < n_slots || outs[i].bias)
+            return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: output %d: %lld experts of (%lld, %lld) for x of %lld and y (%lld, %lld)%s",
+                           i, (long long)w->ne2, (long long)w->ne1, (long long)w->ne0, (long long)x->ne0, (long long)y->ne1,
+                           (long long)y->ne0, outs[i].bias ? " with a bias" : "");
+    }
+    if (n_expert < 1 || n_expert > GK_EXPERTS_MAX)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "%s: no GPU kernel for %lld experts (at most %d)", gr_vendor(), (long long)n_expert,
+                       GK_EXPERTS_MAX);
+    GPU_TRY(groups_reserve(g, (int)n_expert, n_slots, err));
+    GPU_TRY(launched(gk_moe_group(&g->ex, ids->data, (int64_t)(ids->row_bytes / sizeof(int32_t)), n_tok, (int)k, (int)n_expert, g->groups),
+                     "matmul_id", err));
+    for (int i = 0; i < n; i++) {
+        const bk_tensor *w = outs[i].w;
+        const void *wd = NULL;
+        GPU_TRY(device_rows(dev, w, &wd, err));
+        /* the rule's variant, never a tuned one: tuning times dense products and skips experts */
+        GPU_TRY(launched(gk_matmul_id(&g->ex, GK_VARIANT_DEFAULT, w->type, wd, w->row_bytes, (size_t)w->ne1 * w->row_bytes, w->ne1,
+                                      w->ne0, x->data, floats(x), x->ne1 == n_slots, g->groups, (int)n_expert, n_tok, (int)k,
+                                      outs[i].y->data, floats(outs[i].y)),
+                         "matmul_id", err));
+    }
+    return BRASA_OK;
+}
+
+static brasa_status gpu_moe_sum(bk_device *dev, const bk_tensor *y, const bk_tensor *weights, bk_tensor *out, brasa_error *err) {
+    gpu_impl *g = impl_of(dev);
+    GPU_TRY(on_device(dev, y, "moe_sum", err));
+    GPU_TRY(on_device(dev, weights, "moe_sum", err));
+    GPU_TRY(on_device(dev, out, "moe_sum", err));
+    const int64_t n_tok = out->ne1, k = weights->ne0;
+    if (weights->ne1 < n_tok || y->ne1 < n_tok * k || y->ne0 != out->ne0)
+        return err_set(err, BRASA_ERR_INTERNAL, "moe_sum: %lld rows of %lld for %lld tokens of %lld slots", (long long)y->ne1,
+                       (long long)y->ne0, (long long)n_tok, (long long)k);
+    return launched(gk_moe_sum(&g->ex, y->data, floats(y), weights->data, floats(weights), n_tok, (int)k, out->ne0, out->data,
+                               floats(out)),
+                    "moe_sum", err);
+}
+
 static bool gpu_map_host(bk_device *dev, const void *base, size_t bytes) {
     gpu_impl *g = impl_of(dev);
     void *dev_ptr = NULL;
@@ -402,6 +500,9 @@ static const bk_device_ops gpu_ops = {
     .copy_rows = gpu_copy_rows,
     .attention = gpu_attention,
     .softcap = gpu_softcap,
+    .moe_route = gpu_moe_route,
+    .matmul_id = gpu_matmul_id,
+    .moe_sum = gpu_moe_sum,
     .keep = gpu_keep,
     .map_host = gpu_map_host,
 };
@@ -426,6 +527,7 @@ static void module_device_free(bk_device *dev) {
     if (g->host_base)
         gr_host_unregister(g->host_base);
     gr_free(g->stage);
+    gr_free(g->groups);
     gr_stream_destroy(g->ex.stream);
     free(g);
     free(dev);

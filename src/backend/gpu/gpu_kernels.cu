@@ -175,6 +175,32 @@ GK_LOAD8_FROM_CODES(QUANT_Q6_K)
 
 /* ---- products ---- */
 
+/* One lane's share of the products of a weight row with n inputs xs[t] (n <= GK_MATVEC_TOKENS_MAX):
+ * the lane takes pieces lane, lane + width, ... and adds each piece's eight products, in order,
+ * to acc[t]. Every input's sum runs in the same order whatever the others are, which is what makes
+ * a token's result (and an expert slot's) the same bits in any batch. */
+template <int T>
+static __device__ __forceinline__ void gk_row_partials(const uint8_t *row, int64_t n_in, int lane, int width, bool row_ok,
+                                                       const float *const *xs, int n, float acc[GK_MATVEC_TOKENS_MAX]) {
+    const int64_t n_pieces = (n_in + 7) / 8;
+    for (int t = 0; t < GK_MATVEC_TOKENS_MAX; t++)
+        acc[t] = 0.0f;
+    for (int64_t p = lane; row_ok && p < n_pieces; p += width) {
+        float v[8];
+        gk_load8<T>(row, p, n_in, v);
+        const int m = p * 8 + 8 <= n_in ? 8 : (int)(n_in - p * 8);
+        for (int t = 0; t < GK_MATVEC_TOKENS_MAX; t++) {
+            if (t >= n)
+                break;
+            const float *xt = xs[t] + p * 8;
+            float s = 0.0f;
+            for (int i = 0; i < m; i++)
+                s += v[i] * xt[i];
+            acc[t] += s;
+        }
+    }
+}
+
 /* ROWS output rows per warp (lanes warpSize / ROWS each, so short rows keep every lane busy), for
  * up to GK_MATVEC_TOKENS_MAX tokens: the row is read once for all of them. */
 template <int T, int ROWS>
@@ -186,28 +212,52 @@ __global__ void gk_matvec_kernel(const uint8_t *w, size_t w_row_bytes, int64_t n
         return; /* the whole warp leaves together: its first row is past the end */
     const bool row_ok = r < n_out; /* lanes of a row past the end still take part in the shuffles */
     const uint8_t *row = w + (size_t)(row_ok ? r : 0) * w_row_bytes;
-    const int64_t n_pieces = (n_in + 7) / 8;
-    float acc[GK_MATVEC_TOKENS_MAX];
+    const float *xs[GK_MATVEC_TOKENS_MAX];
     for (int t = 0; t < GK_MATVEC_TOKENS_MAX; t++)
-        acc[t] = 0.0f;
-    for (int64_t p = lane; row_ok && p < n_pieces; p += width) {
-        float v[8];
-        gk_load8<T>(row, p, n_in, v);
-        const int n = p * 8 + 8 <= n_in ? 8 : (int)(n_in - p * 8);
-        for (int t = 0; t < GK_MATVEC_TOKENS_MAX; t++) {
-            if (t >= n_tok)
-                break;
-            const float *xt = x + t * x_stride + p * 8;
-            float s = 0.0f;
-            for (int i = 0; i < n; i++)
-                s += v[i] * xt[i];
-            acc[t] += s;
-        }
-    }
+        xs[t] = x + (t < n_tok ? t : 0) * x_stride;
+    float acc[GK_MATVEC_TOKENS_MAX];
+    gk_row_partials<T>(row, n_in, lane, width, row_ok, xs, n_tok, acc);
     for (int t = 0; t < n_tok; t++) {
         const float s = gp_group_sum(acc[t], width);
         if (lane == 0 && row_ok)
             y[t * y_stride + r] = s + (bias ? bias[r] : 0.0f);
+    }
+}
+
+/* The matrix-vector kernel over routed experts (gk_matmul_id): block b takes rows of expert
+ * active[b / row_blocks] as gk_matvec_kernel takes rows, and passes over the expert's slots (perm,
+ * from gk_moe_group) GK_MATVEC_TOKENS_MAX at a time. Blocks past the chosen experts leave at once:
+ * the grid is sized for the most there can be, the host never learning how many were chosen. */
+template <int T, int ROWS>
+__global__ void gk_matvec_id_kernel(const uint8_t *w, size_t w_row_bytes, size_t w_expert_bytes, int64_t n_out, int64_t n_in,
+                                    const float *x, int64_t x_stride, int x_per_slot, int k, const int32_t *groups, int n_expert,
+                                    int64_t row_blocks, float *y, int64_t y_stride) {
+    const int64_t a = (int64_t)blockIdx.x / row_blocks, rb = (int64_t)blockIdx.x % row_blocks;
+    if (a >= groups[0])
+        return;
+    const int32_t *offsets = groups + 1, *active = offsets + n_expert + 1, *perm = active + n_expert;
+    const int e = active[a];
+    const int32_t begin = offsets[e], end = offsets[e + 1];
+    const int width = warpSize / ROWS, lane = (int)(threadIdx.x % width), warps = (int)(blockDim.x / warpSize);
+    const int64_t r = (rb * warps + threadIdx.x / warpSize) * ROWS + (threadIdx.x % warpSize) / width;
+    if (r - (threadIdx.x % warpSize) / width >= n_out)
+        return; /* as gk_matvec_kernel: whole warps leave */
+    const bool row_ok = r < n_out;
+    const uint8_t *row = w + (size_t)e * w_expert_bytes + (size_t)(row_ok ? r : 0) * w_row_bytes;
+    for (int32_t g0 = begin; g0 < end; g0 += GK_MATVEC_TOKENS_MAX) {
+        const int n = end - g0 < GK_MATVEC_TOKENS_MAX ? (int)(end - g0) : GK_MATVEC_TOKENS_MAX;
+        const float *xs[GK_MATVEC_TOKENS_MAX];
+        for (int t = 0; t < GK_MATVEC_TOKENS_MAX; t++) {
+            const int64_t s = perm[g0 + (t < n ? t : 0)];
+            xs[t] = x + (x_per_slot ? s : s / k) * x_stride;
+        }
+        float acc[GK_MATVEC_TOKENS_MAX];
+        gk_row_partials<T>(row, n_in, lane, width, row_ok, xs, n, acc);
+        for (int t = 0; t < n; t++) {
+            const float s = gp_group_sum(acc[t], width);
+            if (lane == 0 && row_ok)
+                y[(int64_t)perm[g0 + t] * y_stride + r] = s;
+        }
     }
 }
 
@@ -472,6 +522,41 @@ template <int T> static int gk_get_rows_typed(const gk_exec *ex, const void *tab
     return 0;
 }
 
+template <int T, int ROWS> static int gk_matvec_id_launch(const gk_exec *ex, int warps, const uint8_t *w, size_t w_row_bytes,
+                                                           size_t w_expert_bytes, int64_t n_out, int64_t n_in, const float *x,
+                                                           int64_t x_stride, int x_per_slot, const int32_t *groups, int n_expert,
+                                                           int64_t n_tok, int k, float *y, int64_t y_stride) {
+    const int64_t rows_per_block = (int64_t)warps * ROWS, row_blocks = (n_out + rows_per_block - 1) / rows_per_block;
+    const int64_t most_active = n_tok * k < n_expert ? n_tok * k : n_expert;
+    if (most_active * row_blocks > INT32_MAX)
+        return -1; /* a grid too long for one launch */
+    GP_LAUNCH((gk_matvec_id_kernel<T, ROWS>), dim3((unsigned)(most_active * row_blocks)), dim3((unsigned)(warps * ex->warp)), 0,
+              (gp_stream)ex->stream, w, w_row_bytes, w_expert_bytes, n_out, n_in, x, x_stride, x_per_slot, k, groups, n_expert,
+              row_blocks, y, y_stride);
+    return 0;
+}
+
+/* Decode variants only: the slots of one expert are few (a batch's tokens times k over the
+ * experts), and a slot's bits must not depend on how many share its expert. */
+template <int T> static int gk_matmul_id_typed(const gk_exec *ex, int variant, const void *w, size_t w_row_bytes,
+                                               size_t w_expert_bytes, int64_t n_out, int64_t n_in, const float *x, int64_t x_stride,
+                                               int x_per_slot, const int32_t *groups, int n_expert, int64_t n_tok, int k, float *y,
+                                               int64_t y_stride) {
+    const int v = variant == GK_VARIANT_DEFAULT ? gk_default_variant(GK_DECODE, n_out, n_in, ex->warp) : variant;
+    if (v < 0 || v >= gk_variants(GK_DECODE))
+        return -1;
+    const int rows = gk_decode_rows[v], warps = gk_decode_warps[v];
+    const uint8_t *wb = (const uint8_t *)w;
+    if (rows == 1)
+        return gk_matvec_id_launch<T, 1>(ex, warps, wb, w_row_bytes, w_expert_bytes, n_out, n_in, x, x_stride, x_per_slot, groups,
+                                         n_expert, n_tok, k, y, y_stride);
+    if (rows == 2)
+        return gk_matvec_id_launch<T, 2>(ex, warps, wb, w_row_bytes, w_expert_bytes, n_out, n_in, x, x_stride, x_per_slot, groups,
+                                         n_expert, n_tok, k, y, y_stride);
+    return gk_matvec_id_launch<T, 4>(ex, warps, wb, w_row_bytes, w_expert_bytes, n_out, n_in, x, x_stride, x_per_slot, groups,
+                                     n_expert, n_tok, k, y, y_stride);
+}
+
 /* One switch over the block formats, shared by every launcher that reads weights. */
 #define GK_FOR_TYPE(type, call)                                                                                          \
     switch (type) {                                                                                                      \
@@ -535,6 +620,22 @@ extern "C" int gk_get_rows(const gk_exec *ex, uint32_t type, const void *table, 
 #define GK_GET_ROWS_CALL(T) gk_get_rows_typed<T>(ex, table, row_bytes, ne0, ids, n, y, y_stride)
     GK_FOR_TYPE(type, GK_GET_ROWS_CALL)
 #undef GK_GET_ROWS_CALL
+}
+
+extern "C" int gk_matmul_id(const gk_exec *ex, int variant, uint32_t type, const void *w, size_t w_row_bytes, size_t w_expert_bytes,
+                            int64_t n_out, int64_t n_in, const float *x, int64_t x_stride, int x_per_slot, const int32_t *groups,
+                            int n_expert, int64_t n_tok, int k, float *y, int64_t y_stride) {
+    const int64_t bv = gk_block_values(type);
+    if (bv == 0 || n_in <= 0 || n_in % bv != 0 || n_out <= 0 || n_tok < 0 || k <= 0 || k > GK_EXPERTS_USED_MAX || n_expert < k ||
+        n_expert > GK_EXPERTS_MAX)
+        return -1;
+    if (n_tok == 0)
+        return 0;
+#define GK_MATMUL_ID_CALL(T)                                                                                                   \
+    gk_matmul_id_typed<T>(ex, variant, w, w_row_bytes, w_expert_bytes, n_out, n_in, x, x_stride, x_per_slot, groups, n_expert, \
+                          n_tok, k, y, y_stride)
+    GK_FOR_TYPE(type, GK_MATMUL_ID_CALL)
+#undef GK_MATMUL_ID_CALL
 }
 
 /* ---- norms and elementwise operations ---- */
@@ -636,35 +737,45 @@ extern "C" int gk_glu(const gk_exec *ex, const float *gate, int64_t gate_stride,
 /* ---- rotary embedding ---- */
 
 /* One thread per (token, pair index i): the angle in double, as the CPU reference takes it (at
- * long positions float loses the low bits of pos * freq), then every head of the token. */
-__global__ void gk_rope_kernel(float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
-                               const int32_t *pos, float base, float freq_scale, int neox) {
-    const int half = rope_dim / 2;
+ * long positions float loses the low bits of pos * freq), with the same operations in the same
+ * order (cpu.c's rope_angle), then every head of the token. */
+__global__ void gk_rope_kernel(float *x, int64_t x_stride, int64_t n_tok, const int32_t *pos, gk_rope_params p) {
+    const int half = p.rope_dim / 2;
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_tok * half)
         return;
     const int64_t t = e / half;
     const int i = (int)(e % half);
-    const double theta = (double)pos[t] * (double)freq_scale * pow((double)base, -2.0 * i / rope_dim);
-    const float c = (float)cos(theta), s = (float)sin(theta);
-    const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-    for (int h = 0; h < n_head; h++) {
-        float *v = x + t * x_stride + (int64_t)h * head_dim;
+    double extrap = (double)pos[t] * pow((double)p.base, -2.0 * i / p.rope_dim);
+    if (p.freq_factors)
+        extrap /= (double)p.freq_factors[i];
+    const double interp = (double)p.freq_scale * extrap;
+    double theta = interp;
+    if (p.ext_factor != 0.0f) { /* YaRN: low pairs (long wavelengths) interpolate, high ones extrapolate */
+        const double span = (double)p.corr_high - (double)p.corr_low;
+        double ramp = ((double)i - (double)p.corr_low) / (span > 0.001 ? span : 0.001);
+        ramp = ramp < 0.0 ? 0.0 : ramp > 1.0 ? 1.0 : ramp;
+        const double mix = (1.0 - ramp) * (double)p.ext_factor;
+        theta = interp * (1.0 - mix) + extrap * mix;
+    }
+    const float c = (float)(cos(theta) * (double)p.mscale), s = (float)(sin(theta) * (double)p.mscale);
+    const int a = p.neox ? i : 2 * i, b = p.neox ? i + half : 2 * i + 1;
+    for (int h = 0; h < p.n_head; h++) {
+        float *v = x + t * x_stride + (int64_t)h * p.head_dim;
         const float x0 = v[a], x1 = v[b];
         v[a] = x0 * c - x1 * s;
         v[b] = x0 * s + x1 * c;
     }
 }
 
-extern "C" int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
-                       const int32_t *pos, float base, float freq_scale, int neox) {
-    if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0 || n_head <= 0 || n_tok < 0)
+extern "C" int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, const int32_t *pos, const gk_rope_params *p) {
+    if (p->rope_dim <= 0 || p->rope_dim > p->head_dim || p->rope_dim % 2 != 0 || p->n_head <= 0 || n_tok < 0)
         return -1;
-    const int64_t n = n_tok * (rope_dim / 2);
+    const int64_t n = n_tok * (p->rope_dim / 2);
     if (n == 0)
         return 0;
     GP_LAUNCH(gk_rope_kernel, dim3((unsigned)((n + GK_BLOCK_THREADS - 1) / GK_BLOCK_THREADS)), dim3(GK_BLOCK_THREADS), 0,
-              (gp_stream)ex->stream, x, x_stride, n_tok, n_head, head_dim, rope_dim, pos, base, freq_scale, neox);
+              (gp_stream)ex->stream, x, x_stride, n_tok, pos, *p);
     return 0;
 }
 
@@ -770,5 +881,193 @@ extern "C" int gk_attention(const gk_exec *ex, const float *q, int64_t q_stride,
     else
         GP_LAUNCH(gk_attention_kernel<false>, grid, block, 0, s, q, q_stride, k, v, kv_stride, kv_rows, pos, n_tok, n_head,
                   n_head_kv, head_dim, scale, softcap, window, out, out_stride);
+    return 0;
+}
+
+/* ---- routed experts ---- */
+
+#define GK_ROUTE_PER_LANE (GK_EXPERTS_MAX / GP_WARP_MIN)
+
+/* One warp per token: each lane holds logits lane, lane + warpSize, ...; the softmax's maximum and
+ * sum are warp reductions, and each of the k rounds takes the largest logit not yet chosen (ties:
+ * the lower index) by a warp-wide arg-max, its owner marking it chosen. */
+__global__ void gk_moe_route_kernel(const float *logits, int64_t logits_stride, int64_t n_tok, int n_expert, int k, int renorm,
+                                    int32_t *ids, int64_t ids_stride, float *weights, int64_t weights_stride) {
+    const int lane = (int)(threadIdx.x % warpSize);
+    const int64_t t = (int64_t)blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
+    if (t >= n_tok)
+        return;
+    const float *l = logits + t * logits_stride;
+    float v[GK_ROUTE_PER_LANE];
+    float m = -INFINITY;
+    for (int i = 0; i < GK_ROUTE_PER_LANE; i++) {
+        const int e = lane + i * warpSize;
+        v[i] = e < n_expert ? l[e] : -INFINITY;
+        m = v[i] > m ? v[i] : m;
+    }
+    m = gp_warp_max(m);
+    float sum = 0.0f;
+    for (int i = 0; i < GK_ROUTE_PER_LANE; i++)
+        if (lane + i * warpSize < n_expert)
+            sum += expf(v[i] - m);
+    sum = gp_warp_sum(sum);
+    uint32_t chosen = 0; /* bit i: this lane's logit i is taken */
+    float chosen_sum = 0.0f; /* of the chosen exponentials: the renormalized softmax's denominator */
+    for (int j = 0; j < k; j++) {
+        float best = -INFINITY;
+        int best_e = n_expert; /* none yet */
+        for (int i = 0; i < GK_ROUTE_PER_LANE; i++) {
+            const int e = lane + i * warpSize;
+            if (e < n_expert && !(chosen >> i & 1u) && (best_e == n_expert || v[i] > best)) {
+                best = v[i];
+                best_e = e;
+            }
+        }
+        for (int mask = warpSize / 2; mask > 0; mask >>= 1) {
+            const float o = gp_shfl_xor(best, mask);
+            const int oe = gp_shfl_xor(best_e, mask);
+            if (oe != n_expert && (best_e == n_expert || o > best || (o == best && oe < best_e))) {
+                best = o;
+                best_e = oe;
+            }
+        }
+        if (best_e % warpSize == lane)
+            chosen |= 1u << (best_e / warpSize);
+        if (lane == 0) {
+            const float p = expf(best - m);
+            ids[t * ids_stride + j] = best_e;
+            weights[t * weights_stride + j] = p; /* divided below, once the denominator is known */
+            chosen_sum += p;
+        }
+    }
+    if (lane == 0)
+        for (int j = 0; j < k; j++)
+            weights[t * weights_stride + j] /= renorm ? chosen_sum : sum;
+}
+
+extern "C" int gk_moe_route(const gk_exec *ex, const float *logits, int64_t logits_stride, int64_t n_tok, int n_expert, int k,
+                            int renorm, int32_t *ids, int64_t ids_stride, float *weights, int64_t weights_stride) {
+    if (n_expert <= 0 || n_expert > GK_EXPERTS_MAX || k <= 0 || k > n_expert || k > GK_EXPERTS_USED_MAX || n_tok < 0)
+        return -1;
+    if (n_tok == 0)
+        return 0;
+    GP_LAUNCH(gk_moe_route_kernel, dim3((unsigned)((n_tok + GK_WARPS_PER_BLOCK - 1) / GK_WARPS_PER_BLOCK)),
+              dim3(GK_WARPS_PER_BLOCK * ex->warp), 0, (gp_stream)ex->stream, logits, logits_stride, n_tok, n_expert, k, renorm, ids,
+              ids_stride, weights, weights_stride);
+    return 0;
+}
+
+/* One block sorts the slots by expert without atomics (so the order is fixed: each expert's slots
+ * in increasing order). Two passes over the slots, a block's worth at a time: each thread's rank
+ * among the slots of the chunk with its expert is the count of those before it, and the chunk's
+ * last slot of an expert moves that expert's count on. The first pass counts; a scan over the
+ * experts then gives their offsets and the list of chosen ones; the second pass places each slot
+ * at its expert's running offset plus its rank. */
+__global__ void gk_moe_group_kernel(const int32_t *ids, int64_t ids_stride, int64_t n_tok, int k, int n_expert, int32_t *groups) {
+    __shared__ int32_t count[GK_EXPERTS_MAX];      /* per expert: slots so far, then its running offset */
+    __shared__ int32_t chunk[GK_BLOCK_THREADS];    /* the chunk's experts, -1 for none */
+    __shared__ int32_t part[GK_BLOCK_THREADS][2];  /* the scan: slots and chosen experts up to each thread's share */
+    int32_t *offsets = groups + 1, *active = offsets + n_expert + 1, *perm = active + n_expert;
+    const int tid = (int)threadIdx.x, threads = (int)blockDim.x;
+    const int64_t n_slots = n_tok * k;
+    for (int e = tid; e < n_expert; e += threads)
+        count[e] = 0;
+    __syncthreads();
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t s0 = 0; s0 < n_slots; s0 += threads) {
+            const int64_t s = s0 + tid;
+            int e = -1;
+            if (s < n_slots) {
+                e = ids[(s / k) * ids_stride + s % k];
+                e = e >= 0 && e < n_expert ? e : -1;
+            }
+            chunk[tid] = e;
+            __syncthreads();
+            const int n = n_slots - s0 < threads ? (int)(n_slots - s0) : threads;
+            int before = 0;
+            bool last = e >= 0;
+            for (int i = 0; i < n; i++)
+                if (chunk[i] == e) {
+                    before += i < tid;
+                    last = last && i <= tid;
+                }
+            if (pass == 1 && e >= 0)
+                perm[count[e] + before] = (int32_t)s;
+            __syncthreads(); /* every thread has read its expert's count before it moves */
+            if (last)
+                count[e] += before + 1;
+            __syncthreads();
+        }
+        if (pass == 1)
+            break;
+        /* each thread's share of the experts, then an inclusive scan of the shares' sums */
+        const int per = (n_expert + threads - 1) / threads, e0 = tid * per, e1 = e0 + per < n_expert ? e0 + per : n_expert;
+        int32_t slots = 0, used = 0;
+        for (int e = e0; e < e1; e++) {
+            slots += count[e];
+            used += count[e] > 0;
+        }
+        part[tid][0] = slots;
+        part[tid][1] = used;
+        __syncthreads();
+        for (int step = 1; step < threads; step <<= 1) {
+            const int32_t add_slots = tid >= step ? part[tid - step][0] : 0, add_used = tid >= step ? part[tid - step][1] : 0;
+            __syncthreads();
+            part[tid][0] += add_slots;
+            part[tid][1] += add_used;
+            __syncthreads();
+        }
+        int32_t at = part[tid][0] - slots, a = part[tid][1] - used;
+        for (int e = e0; e < e1; e++) {
+            const int32_t c = count[e];
+            offsets[e] = at;
+            count[e] = at;
+            if (c > 0)
+                active[a++] = e;
+            at += c;
+        }
+        if (tid == threads - 1) {
+            offsets[n_expert] = part[tid][0];
+            groups[0] = part[tid][1];
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" size_t gk_moe_groups_bytes(int n_expert, int64_t n_slots) {
+    return (size_t)(2 + 2 * (int64_t)n_expert + n_slots) * sizeof(int32_t);
+}
+
+extern "C" int gk_moe_group(const gk_exec *ex, const int32_t *ids, int64_t ids_stride, int64_t n_tok, int k, int n_expert,
+                            int32_t *groups) {
+    if (n_expert <= 0 || n_expert > GK_EXPERTS_MAX || k <= 0 || k > GK_EXPERTS_USED_MAX || n_tok < 0 || n_tok * k > INT32_MAX)
+        return -1;
+    GP_LAUNCH(gk_moe_group_kernel, dim3(1), dim3(GK_BLOCK_THREADS), 0, (gp_stream)ex->stream, ids, ids_stride, n_tok, k, n_expert,
+              groups);
+    return 0;
+}
+
+/* One thread per output value: its token's k slots weighted, in order. */
+__global__ void gk_moe_sum_kernel(const float *y, int64_t y_stride, const float *weights, int64_t weights_stride, int64_t n_tok,
+                                  int k, int64_t ne0, float *out, int64_t out_stride) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n_tok * ne0)
+        return;
+    const int64_t t = e / ne0, i = e % ne0;
+    float acc = 0.0f;
+    for (int j = 0; j < k; j++)
+        acc += weights[t * weights_stride + j] * y[(t * k + j) * y_stride + i];
+    out[t * out_stride + i] = acc;
+}
+
+extern "C" int gk_moe_sum(const gk_exec *ex, const float *y, int64_t y_stride, const float *weights, int64_t weights_stride,
+                          int64_t n_tok, int k, int64_t ne0, float *out, int64_t out_stride) {
+    if (n_tok < 0 || k <= 0 || ne0 < 0)
+        return -1;
+    const int64_t n = n_tok * ne0;
+    if (n == 0)
+        return 0;
+    GP_LAUNCH(gk_moe_sum_kernel, dim3((unsigned)((n + GK_BLOCK_THREADS - 1) / GK_BLOCK_THREADS)), dim3(GK_BLOCK_THREADS), 0,
+              (gp_stream)ex->stream, y, y_stride, weights, weights_stride, n_tok, k, ne0, out, out_stride);
     return 0;
 }

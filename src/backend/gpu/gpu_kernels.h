@@ -30,6 +30,12 @@ typedef struct gk_exec {
  * same order whatever the batch (bk's exact-batch promise); beyond, tiled matrix-matrix (prefill). */
 #define GK_DECODE_TOKENS_MAX 15
 
+/* Routed experts: at most this many experts in a layer and chosen per token (arch.h's
+ * ARCH_MAX_EXPERTS and ARCH_MAX_EXPERTS_USED; the router keeps a token's logits in its warp's
+ * registers, GK_EXPERTS_MAX / 32 a lane, and marks the chosen in one 32-bit word a lane). */
+#define GK_EXPERTS_MAX 1024
+#define GK_EXPERTS_USED_MAX 64
+
 /* Whether matmul and get_rows have kernels for weights of this type. */
 int gk_supports(uint32_t type);
 
@@ -68,9 +74,18 @@ int gk_softcap(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_rows, in
 /* y = act(gate) * up; act 0: SiLU, 1: GELU (tanh approximation), as bk_act */
 int gk_glu(const gk_exec *ex, const float *gate, int64_t gate_stride, const float *up, int64_t up_stride, float *y,
            int64_t y_stride, int64_t n_rows, int64_t ne0, int act);
-/* rotary embedding in place, as bk_device_ops.rope; pos on the device; neox: pairs (i, i + rope_dim/2) */
-int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, int n_head, int head_dim, int rope_dim,
-            const int32_t *pos, float base, float freq_scale, int neox);
+/* bk_rope_params with device pointers: the angle of pair i as that struct's comment gives it */
+typedef struct gk_rope_params {
+    int n_head, head_dim, rope_dim;
+    int neox;                  /* pairs (i, i + rope_dim/2), else (2i, 2i+1) */
+    float base, freq_scale;
+    const float *freq_factors; /* NULL, or (rope_dim / 2) per-pair divisors */
+    float ext_factor;          /* YaRN's mix; 0: none */
+    float corr_low, corr_high;
+    float mscale;              /* multiplies cos and sin */
+} gk_rope_params;
+/* rotary embedding in place, as bk_device_ops.rope; x: (n_tok, n_head * head_dim); pos on the device */
+int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, const int32_t *pos, const gk_rope_params *p);
 /* f32 rows into f16 rows (round to nearest even): the KV cache append */
 int gk_f32_to_f16_rows(const gk_exec *ex, const float *src, int64_t src_stride, uint16_t *dst, int64_t dst_stride,
                        int64_t n_rows, int64_t ne0);
@@ -79,6 +94,34 @@ int gk_f32_to_f16_rows(const gk_exec *ex, const float *src, int64_t src_stride, 
 int gk_attention(const gk_exec *ex, const float *q, int64_t q_stride, const void *k, const void *v, int kv_f16,
                  int64_t kv_stride, int64_t kv_rows, const int32_t *pos, int64_t n_tok, int n_head, int n_head_kv,
                  int head_dim, float scale, float softcap, int window, float *out, int64_t out_stride);
+
+/* ---- routed experts (bk_device_ops.moe_route, matmul_id, moe_sum) ---- */
+
+/* Each token's k experts of largest logit (ties: the lower index) in decreasing order into ids
+ * (n_tok, k), their softmax probabilities over all n_expert into weights (n_tok, k), divided by
+ * the k's sum when renorm; logits: (n_tok, n_expert) */
+int gk_moe_route(const gk_exec *ex, const float *logits, int64_t logits_stride, int64_t n_tok, int n_expert, int k, int renorm,
+                 int32_t *ids, int64_t ids_stride, float *weights, int64_t weights_stride);
+
+/* A batch's slots (slot s = t * k + j is token t's j-th expert) grouped by expert, which
+ * gk_moe_group writes into device memory of gk_moe_groups_bytes and gk_matmul_id reads: the number
+ * of experts chosen (n_active), each expert's first slot in the order (offsets, n_expert + 1), the
+ * chosen experts in increasing order (active, n_active of n_expert) and the slots sorted by expert,
+ * each expert's in increasing order (perm, n_tok * k). Slots whose id is outside [0, n_expert) are
+ * in no group (their outputs are not written). */
+size_t gk_moe_groups_bytes(int n_expert, int64_t n_slots);
+int gk_moe_group(const gk_exec *ex, const int32_t *ids, int64_t ids_stride, int64_t n_tok, int k, int n_expert, int32_t *groups);
+/* y[s] = expert e's w times x's row s (x_per_slot) or s / k (the token's), for every slot s of
+ * every expert e of groups; w: n_expert experts of (n_out, n_in), w_expert_bytes apart; y: (n_tok *
+ * k, n_out). Matrix-vector passes over each expert's slots, GK_MATVEC_TOKENS_MAX at a time, with a
+ * decode variant (GK_VARIANT_DEFAULT: the rule's): a slot's sums are, whatever the batch, the bits
+ * gk_matmul's decode products give its input and expert with that variant. */
+int gk_matmul_id(const gk_exec *ex, int variant, uint32_t type, const void *w, size_t w_row_bytes, size_t w_expert_bytes,
+                 int64_t n_out, int64_t n_in, const float *x, int64_t x_stride, int x_per_slot, const int32_t *groups, int n_expert,
+                 int64_t n_tok, int k, float *y, int64_t y_stride);
+/* out[t] = sum over j in order of weights[t][j] * y[t * k + j]; y: (n_tok * k, ne0), out: (n_tok, ne0) */
+int gk_moe_sum(const gk_exec *ex, const float *y, int64_t y_stride, const float *weights, int64_t weights_stride, int64_t n_tok,
+               int k, int64_t ne0, float *out, int64_t out_stride);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
 
 #include "backend/backend.h"
 
-#define BK_GPU_MODULE_ABI 2
+#define BK_GPU_MODULE_ABI 3
 #define BK_GPU_MODULE_ENTRY "brasa_gpu_module_v1"
 
 #if defined(_WIN32)
