@@ -23,12 +23,15 @@ Checks:
   tools    `brasa doctor --json` reports every GPU backend with a reason; `brasa bench --device`
            runs on the device and names it; `brasa serve --device` answers a completion from the
            device, and a second server of the same device refuses, naming the first's PID
+  experts  with --moe-model (a mixture of experts the tests write), the same logits and greedy
+           checks on the device (router, top-k, products by expert id and weighted sum all there),
+           and with its last layer alone on the device
   real     with --gpu-modules, each real backend module built there (brasa-cuda, brasa-hip) runs
            the same logits, greedy and partial-offload checks on its device 0, or is skipped with
            the reason it gives (no driver, no device); --real-only runs only these
 
 Usage: test_gpu_device.py --logits-dump PATH --brasa PATH --modules DIR --model GGUF [--quick]
-       [--gpu-modules DIR]
+       [--gpu-modules DIR] [--moe-model GGUF]
 Exit status: 0 all passed, 1 any failure, 77 when the model file is missing.
 """
 import argparse
@@ -95,6 +98,22 @@ def layers_said(p):
     """The layer count logits_dump reports, or -1."""
     n = said(p, "gpu layers")
     return int(n) if n is not None else -1
+
+
+def check_experts(args, name, device, env, kv, tokens, greedy):
+    """The mixture of experts on the device, whole and with only its last layer there, against the CPU."""
+    cpu, want = dump(args, args.moe_model, tokens, greedy, ["--kv-type", kv], {"BRASA_CPU_ACTIVATIONS": "f32"})
+    for what, layers in (("all layers", "all"), ("the last layer", "1")):
+        gpu, got = dump(args, args.moe_model, tokens, greedy, ["--kv-type", kv, "--device", device, "--gpu-layers", layers],
+                        dict(env, BRASA_CPU_ACTIVATIONS="f32"))
+        if cpu.returncode != 0 or gpu.returncode != 0:
+            report(False, f"experts on the device ({name}, {what})", (cpu.stderr + gpu.stderr).strip()[-400:])
+            continue
+        err = float(np.abs(got - want).max() / (want.max() - want.min()))
+        report(err <= TOLERANCE[kv] and got.shape == want.shape, f"experts: logits ({name}, {what})",
+               f"max |gpu - cpu| = {err:.2e} of the range (limit {TOLERANCE[kv]:.0e})")
+        report(gpu.stdout.split() == cpu.stdout.split(), f"experts: greedy continuation ({name}, {what})",
+               f"gpu {gpu.stdout.strip()} / cpu {cpu.stdout.strip()}")
 
 
 def check_split(args, device, env, tokens, greedy, cpu, want, gpu, got):
@@ -256,6 +275,7 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--quick", action="store_true", help="fewer tokens (sanitized builds)")
     ap.add_argument("--gpu-modules", help="where brasa-cuda / brasa-hip were built")
+    ap.add_argument("--moe-model", help="a mixture-of-experts model to run on the device too")
     ap.add_argument("--real-only", action="store_true",
                     help="only the checks of the real modules (on a GPU machine, whose time is short)")
     args = ap.parse_args()
@@ -303,6 +323,9 @@ def main():
     for device, env in [("simt", mod)] + [(d, {"BRASA_MODULE_DIR": args.gpu_modules}) for d in full if d != "simt"]:
         if device in full:
             check_split(args, device, env, tokens, greedy, *full[device])
+    if args.moe_model:
+        for name, device, env, kv in runs:
+            check_experts(args, name, device, env, kv, tokens, greedy)
     if args.real_only:
         print(f"gpu device: {passed} passed, {failed} failed")
         return 1 if failed or not full else 0
