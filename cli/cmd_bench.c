@@ -217,7 +217,7 @@ int cmd_bench(int argc, char **argv) {
         cp.gpu_layers = gpu_layers;
         if (tty) {
             cp.progress = cli_progress;
-            cp.progress_user_data = (void *)"copying weights to the GPU";
+            cp.progress_user_data = (void *)"preparing weights";
         }
         brasa_context *c = NULL;
         if (brasa_context_create(m, &cp, &c, &err) != BRASA_OK) {

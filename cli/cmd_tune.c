@@ -109,7 +109,7 @@ int cmd_tune(int argc, char **argv) {
     const bool tty = plat_is_terminal(2);
     if (tty) {
         cp.progress = cli_progress;
-        cp.progress_user_data = (void *)"copying weights to the GPU";
+        cp.progress_user_data = (void *)"preparing weights";
         tp.progress = cli_progress;
         tp.progress_user_data = (void *)"measuring variants";
     }

@@ -173,7 +173,7 @@ bool gen_open(const gen_options *o, brasa_model **model, brasa_context **ctx, br
         mp.progress = cli_progress;
         mp.progress_user_data = (void *)"loading";
         cp.progress = cli_progress;
-        cp.progress_user_data = (void *)"copying weights to the GPU";
+        cp.progress_user_data = (void *)"preparing weights";
     }
     if (brasa_model_open(o->model_path, &mp, model, &err) != BRASA_OK) {
         cli_fail("%s: %s", o->model_path, err.message);

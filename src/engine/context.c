@@ -122,25 +122,55 @@ static const bk_tensor **gpu_tensor_list(const brasa_context *c, size_t *n) {
     return list;
 }
 
-/* Copies the GPU's weights to it now, with progress, rather than during the first tokens. */
-static brasa_status upload_weights(brasa_context *c, const brasa_context_params *p, brasa_error *err) {
-    if (!c->gpu_dev || c->gpu_layers == 0 || !c->gpu_dev->ops->keep)
-        return BRASA_OK;
-    size_t n = 0;
-    const bk_tensor **list = gpu_tensor_list(c, &n);
-    if (!list)
+/* The weights of the GPU's layers that products read: matrices, not norms or biases, and not the
+ * embedding table unless it is also the output head (else only looked up). */
+static bool is_product_weight(const arch_weights *w, const bk_tensor *t) {
+    return t->ne1 > 1 && (t->data != w->tok_embd.data || w->output.data == w->tok_embd.data);
+}
+
+/* Readies every place's weights on its device now, with progress, rather than during the first
+ * tokens: the GPU copies its layers' weights to its memory, the CPU lays out the product weights of
+ * the rest for its kernels (all the products of a model reach only part of a mixture's experts in
+ * the first tokens, so lazily each new expert would stall one). */
+static brasa_status prepare_weights(brasa_context *c, const brasa_context_params *p, brasa_error *err) {
+    size_t n_all = 0, n_gpu = 0;
+    const brasa_model *m = c->model;
+    n_all = offload_gpu_tensors(&m->hp, &m->weights, 0, NULL, 0);
+    const bk_tensor **all = malloc((n_all ? n_all : 1) * sizeof *all), **gpu = c->gpu_layers > 0 ? gpu_tensor_list(c, &n_gpu) : NULL;
+    if (!all || (c->gpu_layers > 0 && !gpu)) {
+        free(all);
+        free(gpu);
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
-    uint64_t total = 0, done = 0;
-    for (size_t i = 0; i < n; i++)
-        total += bk_bytes(list[i]);
-    brasa_status st = BRASA_OK;
-    for (size_t i = 0; i < n && st == BRASA_OK; i++) {
-        st = c->gpu_dev->ops->keep(c->gpu_dev, list[i], err);
-        done += bk_bytes(list[i]);
-        if (p->progress && st == BRASA_OK)
-            p->progress(total ? (float)((double)done / (double)total) : 1.0f, p->progress_user_data);
     }
-    free(list);
+    offload_gpu_tensors(&m->hp, &m->weights, 0, all, n_all);
+    /* the CPU's: product weights the GPU does not hold (its list is short: a linear search) */
+    size_t n_cpu = 0;
+    for (size_t i = 0; c->cpu && i < n_all; i++) {
+        bool on_gpu = false;
+        for (size_t j = 0; j < n_gpu && !on_gpu; j++)
+            on_gpu = gpu[j] == all[i];
+        if (!on_gpu && is_product_weight(&m->weights, all[i]))
+            all[n_cpu++] = all[i];
+    }
+    uint64_t total = 0, done = 0;
+    for (size_t i = 0; i < n_cpu; i++)
+        total += bk_bytes(all[i]);
+    for (size_t i = 0; c->gpu_dev && c->gpu_dev->ops->keep && i < n_gpu; i++)
+        total += bk_bytes(gpu[i]);
+    brasa_status st = BRASA_OK;
+    for (int place = 0; place < 2 && st == BRASA_OK; place++) {
+        bk_device *dev = place == 0 ? c->cpu : c->gpu_dev;
+        const bk_tensor **list = place == 0 ? all : gpu;
+        const size_t n = place == 0 ? n_cpu : n_gpu;
+        for (size_t i = 0; dev && dev->ops->keep && i < n && st == BRASA_OK; i++) {
+            st = dev->ops->keep(dev, list[i], err);
+            done += bk_bytes(list[i]);
+            if (p->progress && st == BRASA_OK)
+                p->progress(total ? (float)((double)done / (double)total) : 1.0f, p->progress_user_data);
+        }
+    }
+    free(all);
+    free(gpu);
     return st;
 }
 
@@ -271,7 +301,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     if (st == BRASA_OK)
         st = make_places(c, &plan, err);
     if (st == BRASA_OK)
-        st = upload_weights(c, &p, err);
+        st = prepare_weights(c, &p, err);
     if (st == BRASA_OK && c->gpu_layers > 0) {
         const gtune_device td = { c->gpu, c->gpu_dev, c->gpu_info };
         c->tuned = gtune_load(&td, c->tuning_note, sizeof c->tuning_note);
@@ -528,11 +558,6 @@ brasa_tune_params brasa_tune_default_params(void) {
     return p;
 }
 
-/* The weights of the GPU's layers that products read: matrices, not norms or biases, and not the
- * embedding table unless it is also the output head (else only looked up). */
-static bool is_product_weight(const arch_weights *w, const bk_tensor *t) {
-    return t->ne1 > 1 && (t->data != w->tok_embd.data || w->output.data == w->tok_embd.data);
-}
 
 brasa_status brasa_context_tune(brasa_context *c, const brasa_tune_params *params, brasa_tune_report *report,
                                 brasa_error *err) {

@@ -400,7 +400,7 @@ static void load_progress(float fraction, void *user) {
 static void upload_progress(float fraction, void *user) {
     (void)user;
     if (plat_is_terminal(2))
-        fprintf(stderr, "\rcopying weights to the GPU: %3d%%%s", (int)(fraction * 100.0f), fraction >= 1.0f ? "\n" : "");
+        fprintf(stderr, "\rpreparing weights: %3d%%%s", (int)(fraction * 100.0f), fraction >= 1.0f ? "\n" : "");
 }
 
 /* The lock that makes this the only server of its device: <runtime dir>/serve-cpu.lock, or

@@ -983,6 +983,22 @@ static brasa_status cpu_softcap(bk_device *dev, bk_tensor *x, float cap, brasa_e
     return BRASA_OK;
 }
 
+/* Lays a weight out for the path's kernels now (kept.h) rather than on its first product: a
+ * mixture's experts are first chosen at random moments, and each first use would stall a token. */
+static brasa_status cpu_keep(bk_device *dev, const bk_tensor *t, brasa_error *err) {
+    cpu_impl *c = dev->impl;
+    if (!c->q8) /* float activations read the weights as they are */
+        return BRASA_OK;
+    for (int64_t e = 0; e < t->ne2; e++) {
+        const bk_tensor w = bk_expert(t, e);
+        const char *packed = NULL;
+        brasa_status st = cpu_kept_find(c->kept, c->k, c->pool, &w, &packed, err);
+        if (st != BRASA_OK)
+            return st;
+    }
+    return BRASA_OK;
+}
+
 static const bk_device_ops cpu_ops = {
     .name = "cpu",
     .host_memory = true,
@@ -1005,6 +1021,7 @@ static const bk_device_ops cpu_ops = {
     .moe_route = cpu_moe_route,
     .matmul_id = cpu_matmul_id,
     .moe_sum = cpu_moe_sum,
+    .keep = cpu_keep,
 };
 
 brasa_status bk_cpu_create(int n_threads, bk_device **out, brasa_error *err) {
