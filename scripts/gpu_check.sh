@@ -9,7 +9,10 @@
 # not go there: give its recipe instead (`gguf_synth cut MODEL RECIPE` here, a few MB, in a folder
 # .git/info/exclude ignores and `carry` names), and the model is made there with its real shape,
 # tokenizer and random weights (the same reads, meaningless text; on a CPU it measured 8-15% below
-# the real file, so its figures are named "random weights").
+# the real file, so its figures are named "random weights"). A mixture of experts no reachable
+# file has goes the same way from its published shape: `scripts/shape_model.py qwen3-30b-a3b
+# --tokenizer-from QWEN2.5.gguf --out moe.gguf` writes the header with a hole for the data (no disk
+# used), and `gguf_synth cut moe.gguf moe.recipe` its recipe.
 #
 # Usage: scripts/gpu_check.sh [MODEL.gguf | MODEL.recipe ...]   (about 3 minutes of build on 16 cores)
 set -uo pipefail

@@ -118,6 +118,17 @@ def tiny_weights(arch):
     dims = {"block_count": 1, "embedding_length": E, "feed_forward_length": FF, "attention.head_count": H,
             "attention.head_count_kv": KV, "rope.dimension_count": D, "attention.key_length": D,
             "attention.value_length": D, "context_length": 256}
+    if arch == "qwen3moe":  # four experts of 16 rows, two per token, and YaRN
+        NE, FE = 4, 16
+        for k in ("ffn_gate", "ffn_up", "ffn_down"):
+            del w[f"blk.0.{k}.weight"]
+        w.update({"blk.0.attn_q_norm.weight": vec(D), "blk.0.attn_k_norm.weight": vec(D),
+                  "blk.0.ffn_gate_inp.weight": mat(NE, E).astype(np.float32),
+                  "blk.0.ffn_gate_exps.weight": np.stack([mat(FE, E) for _ in range(NE)]),
+                  "blk.0.ffn_up_exps.weight": np.stack([mat(FE, E) for _ in range(NE)]),
+                  "blk.0.ffn_down_exps.weight": np.stack([mat(E, FE) for _ in range(NE)])})
+        dims.update({"expert_count": NE, "expert_used_count": 2, "expert_feed_forward_length": FE,
+                     "rope.scaling.original_context_length": 64})
     return w, dims
 
 
@@ -125,11 +136,13 @@ def tiny_weights(arch):
 QUANT_EXTRAS = [("Q4_0", 18), ("Q8_0", 34), ("Q4_K", 144), ("Q6_K", 210)]  # (type, bytes of one block)
 
 
-def mini_gguf(model_path, out_path, small=False):
+def mini_gguf(model_path, out_path, small=False, arch=None):
     """A small valid GGUF from a real model's header (see the module comment); small: a smaller
-    vocabulary and no tensors at all, so that mutations of the tokenizer metadata are quick."""
+    vocabulary and no tensors at all, so that mutations of the tokenizer metadata are quick; arch:
+    another architecture's weights and keys with the model's vocabulary."""
     r = GGUFReader(model_path)
-    arch = r.fields["general.architecture"].contents()
+    real_arch = r.fields["general.architecture"].contents()
+    arch = arch or real_arch
     tokens = field_strings(r.fields["tokenizer.ggml.tokens"])
     types = field_values(r.fields["tokenizer.ggml.token_type"])
     scores = field_values(r.fields["tokenizer.ggml.scores"]) if "tokenizer.ggml.scores" in r.fields else None
@@ -148,6 +161,8 @@ def mini_gguf(model_path, out_path, small=False):
     for key, field in r.fields.items():
         if key.startswith("GGUF.") or key == "general.architecture":
             continue
+        if key.startswith(real_arch + "."):  # the keys of another architecture, renamed
+            key = arch + key[len(real_arch):]
         suffix = key[len(arch) + 1:] if key.startswith(arch + ".") else None
         if suffix in dims or key in ("tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
                                      "tokenizer.ggml.scores", "tokenizer.ggml.merges") or key in special_keys:
@@ -166,6 +181,9 @@ def mini_gguf(model_path, out_path, small=False):
             w.add_key_value(key, field.parts[field.data[0]].tolist()[0], vtype)
     for suffix, v in dims.items():
         w.add_uint32(f"{arch}.{suffix}", v)
+    if arch == "qwen3moe":
+        w.add_string(f"{arch}.rope.scaling.type", "yarn")
+        w.add_float32(f"{arch}.rope.scaling.factor", 4.0)
     w.add_key_value("tokenizer.ggml.tokens", [tokens[i] for i in order], GGUFValueType.ARRAY,
                     sub_type=GGUFValueType.STRING)
     w.add_key_value("tokenizer.ggml.token_type", [types[i] for i in order], GGUFValueType.ARRAY,
@@ -219,6 +237,10 @@ def gguf_seeds(models_dir, out):
             with tempfile.TemporaryDirectory() as tmp:
                 mini_gguf(path, Path(tmp) / "vocab.gguf", small=True)
                 write(out / f"{name}-vocab-only", (Path(tmp) / "vocab.gguf").read_bytes())
+    # a mixture of experts with YaRN, on SmolLM2's vocabulary
+    with tempfile.TemporaryDirectory() as tmp:
+        mini_gguf(models_dir / MODELS["smollm2"], Path(tmp) / "moe.gguf", arch="qwen3moe")
+        write(out / "smollm2-qwen3moe", (Path(tmp) / "moe.gguf").read_bytes())
     write(out / "all-value-types", value_types_gguf())
 
 
