@@ -26,6 +26,8 @@ N_EMBD = 64
 # a reasoning block, then the answer; after "</think>\n\n" (thinking off) only the answer follows
 REASONING_CHAIN = ["Ċ", "<think>", "plan", "</think>", "ĊĊ", "Answer", "<|im_end|>"]
 REASONING_TEXT, ANSWER_TEXT = "plan", "Answer"
+# the same reply after a prompt that opened the block itself ("...assistant\n<think>\n")
+OPENING_CHAIN = ["Ċ", "plan", "</think>", "ĊĊ", "Answer", "<|im_end|>"]
 
 # A minimal template with the documented rules of Qwen3's (no tools): a first system message first,
 # no default one; an assistant turn keeps only the text after its last </think>, except those after
@@ -124,7 +126,7 @@ def main():
     ap.add_argument("--opening", action="store_true", help="the thinking-only template (opens the block)")
     a = ap.parse_args()
     tpl = open(a.template, encoding="utf-8").read() if a.template else (OPENING_TEMPLATE if a.opening else HYBRID_TEMPLATE)
-    make(a.base, a.out, tpl, REASONING_CHAIN)
+    make(a.base, a.out, tpl, OPENING_CHAIN if a.opening else REASONING_CHAIN)
     print(os.path.abspath(a.out))
     return 0
 
