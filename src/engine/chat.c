@@ -169,34 +169,31 @@ static void strip_newlines(const char *s, size_t *a, size_t *b, bool lead, bool 
 
 static void render_qwen3_assistant(const char *content, bool keep_reasoning_block, bool last, chat_text *c) {
     const size_t n = strlen(content);
-    size_t answer = 0, r0 = 0, r1 = 0; /* the answer starts at content[answer]; reasoning content[r0..r1) */
+    size_t r0 = 0, r1 = 0, answer = 0; /* the reasoning is content[r0..r1), the answer content[answer..) */
     const char *first_close = strstr(content, "</think>");
     if (first_close) {
         r1 = (size_t)(first_close - content);
-        size_t end = r1;
-        strip_newlines(content, &r0, &end, false, true);
-        for (size_t i = end; i >= 7 && r0 == 0; i--) /* after the last <think> before the close */
+        strip_newlines(content, &r0, &r1, false, true);
+        for (size_t i = r1; i >= 7 && r0 == 0; i--) /* after the last <think> before the close */
             if (memcmp(content + i - 7, "<think>", 7) == 0)
                 r0 = i;
-        r1 = end;
-        strip_newlines(content, &r0, &r1, true, false);
+        strip_newlines(content, &r0, &r1, true, false); /* now without newlines at either end */
         answer = (size_t)(find_last(content, "</think>") - content) + 8;
-        size_t stop = n;
-        strip_newlines(content, &answer, &stop, true, false);
     }
+    const bool block = keep_reasoning_block && (last || r1 > r0);
+    size_t end = n;
+    if (first_close || block)
+        strip_newlines(content, &answer, &end, true, false);
     add_marker(c, "<|im_start|>");
     add_marker(c, "assistant");
     add_marker(c, "\n");
-    if (keep_reasoning_block && (last || r1 > r0)) {
-        strip_newlines(content, &r0, &r1, true, true);
+    if (block) {
         add_marker(c, "<think>");
         add_text(c, "\n", 1);
         add_text(c, content + r0, r1 - r0);
         add_text(c, "\n", 1);
         add_marker(c, "</think>");
         add_text(c, "\n\n", 2);
-        size_t stop = n;
-        strip_newlines(content, &answer, &stop, true, false);
     }
     add_text(c, content + answer, n - answer);
     add_marker(c, "<|im_end|>\n");
