@@ -1,10 +1,12 @@
 /* cmd_run.c: `brasa run` (one prompt, streamed answer, speeds on stderr) and `brasa chat` (an
- * interactive conversation in the terminal; Ctrl-C stops the reply, not the program). */
+ * interactive conversation in the terminal; Ctrl-C stops the reply, not the program). A reply in a
+ * format that reasons shows its thinking apart from its answer. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "core/buf.h"
+#include "engine/reasoning.h"
 #include "gen_options.h"
 #include "platform/platform.h"
 
@@ -15,6 +17,10 @@ static const char run_usage_head[] =
     "prompt and generation speeds go to standard error. Control tokens written in a raw prompt are\n"
     "recognized. With --chat the prompt is one user message in the model's chat format.\n"
     "\n"
+    "With a format that reasons (qwen3), the model's thinking is shown apart from its answer: dimmed\n"
+    "before it on a terminal; when standard output is not a terminal it gets the answer alone and\n"
+    "the thinking goes to standard error, after a line \"thinking:\".\n"
+    "\n"
     "  -p, --prompt TEXT       the prompt\n"
     "  --chat                  format the prompt as a chat turn\n"
     "  --system TEXT           with --chat: a system message\n";
@@ -24,7 +30,8 @@ static const char chat_usage_head[] =
     "\n"
     "An interactive chat in the terminal, in the model's chat format. Type a message and press\n"
     "Enter; Ctrl-C stops the current reply (at the prompt it quits); /reset starts over; /exit or\n"
-    "end of input leaves.\n"
+    "end of input leaves. With a format that reasons (qwen3), the model's thinking is shown apart\n"
+    "from its answer, as `brasa run --chat` shows it, and the conversation keeps only the answers.\n"
     "\n"
     "  --system TEXT           a system message\n";
 
@@ -40,6 +47,66 @@ static bool print_text(const char *text, size_t len, void *user) {
     plat_write_text(stdout, text, len);
     fflush(stdout);
     return true;
+}
+
+/* A reply on its way to the screen: the splitter's reasoning dimmed on a terminal (or, when stdout
+ * is not one, on stderr after a "thinking:" line, so that a pipeline reads the answer alone), the
+ * answer on stdout and, for a chat's history, in *answer. */
+typedef struct reply_view {
+    reasoning_splitter split;
+    bool tty, styles;    /* stdout is a terminal; it shows ANSI styles */
+    bool thinking;       /* reasoning shown, the answer not yet begun */
+    bool newline_last;   /* the reasoning shown so far ends with a newline */
+    buf *answer;         /* may be NULL */
+} reply_view;
+
+static void end_thinking(reply_view *v) {
+    if (!v->thinking)
+        return;
+    v->thinking = false;
+    FILE *to = v->tty ? stdout : stderr;
+    if (v->styles)
+        fputs("\x1b[0m", to);
+    fputs(v->newline_last ? "\n" : "\n\n", to); /* a blank line before the answer */
+    fflush(to);
+}
+
+static bool view_part(reasoning_part part, const char *text, size_t len, void *user) {
+    reply_view *v = user;
+    if (part == REASONING_THOUGHT) {
+        FILE *to = v->tty ? stdout : stderr;
+        if (!v->thinking) {
+            v->thinking = true;
+            fputs(v->styles ? "\x1b[2mthinking:\n" : "thinking:\n", to);
+        }
+        plat_write_text(to, text, len);
+        fflush(to);
+        v->newline_last = text[len - 1] == '\n';
+        return true;
+    }
+    end_thinking(v);
+    if (v->answer)
+        buf_append(v->answer, text, len);
+    return print_text(text, len, NULL);
+}
+
+static void view_init(reply_view *v, brasa_chat_reasoning start, buf *answer) {
+    memset(v, 0, sizeof *v);
+    v->tty = plat_is_terminal(1);
+    v->styles = v->tty && plat_terminal_styles(1);
+    v->answer = answer;
+    reasoning_init(&v->split, start, view_part, v);
+}
+
+/* The reply ended (or was stopped): what the splitter held back, and the terminal's style back. */
+static void view_finish(reply_view *v) {
+    reasoning_finish(&v->split);
+    end_thinking(v);
+}
+
+static bool view_text(const char *text, size_t len, void *user) {
+    reply_view *v = user;
+    return reasoning_push(&v->split, text, len);
 }
 
 static void print_speed(const brasa_generate_stats *s) {
@@ -63,13 +130,13 @@ static brasa_token *tokenize_all(const brasa_model *m, const char *text, size_t 
     return t;
 }
 
-static brasa_token *chat_tokens(const brasa_model *m, const char *format, const brasa_chat_message *msgs, size_t n_msgs,
-                                size_t *n, brasa_error *err) {
-    brasa_status st = brasa_chat_tokenize(m, format, msgs, n_msgs, true, NULL, 0, n, err);
+static brasa_token *chat_tokens(const brasa_model *m, const brasa_chat_params *cp, const brasa_chat_message *msgs,
+                                size_t n_msgs, size_t *n, brasa_error *err) {
+    brasa_status st = brasa_chat_tokenize_with(m, msgs, n_msgs, cp, NULL, 0, n, err);
     if (st != BRASA_ERR_BUFFER_TOO_SMALL && st != BRASA_OK)
         return NULL;
     brasa_token *t = malloc((*n ? *n : 1) * sizeof *t);
-    if (t && brasa_chat_tokenize(m, format, msgs, n_msgs, true, t, *n, n, err) != BRASA_OK) {
+    if (t && brasa_chat_tokenize_with(m, msgs, n_msgs, cp, t, *n, n, err) != BRASA_OK) {
         free(t);
         t = NULL;
     }
@@ -77,6 +144,13 @@ static brasa_token *chat_tokens(const brasa_model *m, const char *format, const 
 }
 
 static volatile int interrupted;
+
+static brasa_chat_params chat_params(const gen_options *o) {
+    brasa_chat_params cp = brasa_chat_default_params();
+    cp.format = o->chat_format;
+    cp.enable_thinking = o->think;
+    return cp;
+}
 
 int cmd_run(int argc, char **argv) {
     build_usages();
@@ -103,6 +177,8 @@ int cmd_run(int argc, char **argv) {
         return cli_usage_error("run", run_usage, "missing -p PROMPT");
     if (o.system && !o.chat)
         return cli_usage_error("run", run_usage, "--system needs --chat");
+    if (o.think_given && !o.chat)
+        return cli_usage_error("run", run_usage, "%s needs --chat", o.think ? "--think" : "--no-think");
     char *stdin_text = NULL;
     size_t prompt_len = strlen(o.prompt);
     if (strcmp(o.prompt, "-") == 0) {
@@ -125,13 +201,16 @@ int cmd_run(int argc, char **argv) {
     brasa_error err;
     size_t n = 0;
     brasa_token *tokens;
+    const brasa_chat_params cp = chat_params(&o);
+    reply_view view;
+    view_init(&view, o.chat ? brasa_chat_reasoning_start(m, &cp) : BRASA_REASONING_NONE, NULL);
     if (o.chat) {
         brasa_chat_message msgs[2];
         size_t k = 0;
         if (o.system)
             msgs[k++] = (brasa_chat_message){ "system", o.system };
         msgs[k++] = (brasa_chat_message){ "user", o.prompt };
-        tokens = chat_tokens(m, o.chat_format, msgs, k, &n, &err);
+        tokens = chat_tokens(m, &cp, msgs, k, &n, &err);
     } else {
         tokens = tokenize_all(m, o.prompt, prompt_len, BRASA_TOKENIZE_ADD_BOS | BRASA_TOKENIZE_PARSE_SPECIAL, &n, &err);
     }
@@ -142,12 +221,14 @@ int cmd_run(int argc, char **argv) {
         brasa_generate_params gp = brasa_generate_default_params();
         gp.n_predict = o.n_predict;
         gp.stop = o.n_stop ? o.stop : NULL;
-        gp.on_text = print_text;
+        gp.on_text = view_text;
+        gp.user_data = &view;
         gp.abort_flag = &interrupted;
         brasa_generate_stats stats;
         plat_interrupt_install(&interrupted);
         brasa_status st = brasa_generate(c, s, tokens, n, &gp, &stats, &err);
         plat_interrupt_remove();
+        view_finish(&view);
         if (st != BRASA_OK) {
             rc = cli_fail("%s", err.message);
         } else {
@@ -171,7 +252,8 @@ int cmd_run(int argc, char **argv) {
 typedef struct conversation {
     brasa_chat_message *msgs;
     size_t n, cap;
-    buf reply;                 /* the assistant's reply being generated */
+    buf reply;                 /* the answer of the reply being generated (without its reasoning) */
+    reply_view view;
     brasa_token *in_ctx;       /* the tokens the context holds */
     size_t n_in_ctx, cap_in_ctx;
 } conversation;
@@ -216,8 +298,7 @@ static bool remember_token(conversation *cv, brasa_token t) {
 
 static bool chat_text(const char *text, size_t len, void *user) {
     conversation *cv = user;
-    buf_append(&cv->reply, text, len);
-    return print_text(text, len, NULL);
+    return view_text(text, len, &cv->view);
 }
 
 static void chat_token(brasa_token t, void *user) {
@@ -272,7 +353,8 @@ int cmd_chat(int argc, char **argv) {
     if (!gen_open(&o, &m, &c, &s))
         return CLI_FAILED;
     brasa_error err;
-    const char *format = o.chat_format ? o.chat_format : brasa_chat_format_detect(m);
+    brasa_chat_params cp = chat_params(&o);
+    const char *format = cp.format = o.chat_format ? o.chat_format : brasa_chat_format_detect(m);
     if (!format) {
         brasa_sampler_free(s);
         brasa_context_free(c);
@@ -287,8 +369,10 @@ int cmd_chat(int argc, char **argv) {
         add_message(&cv, "system", o.system, strlen(o.system));
         keep = 1;
     }
+    const brasa_chat_reasoning reasoning = brasa_chat_reasoning_start(m, &cp);
     if (tty)
-        fprintf(stderr, "brasa chat (%s format): /exit to leave, /reset to start over, Ctrl-C stops a reply\n", format);
+        fprintf(stderr, "brasa chat (%s format%s): /exit to leave, /reset to start over, Ctrl-C stops a reply\n", format,
+                reasoning == BRASA_REASONING_NONE ? "" : o.think ? ", thinking on" : ", thinking off");
     int rc = CLI_OK;
     for (;;) {
         if (tty) {
@@ -315,7 +399,7 @@ int cmd_chat(int argc, char **argv) {
         bool ok = add_message(&cv, "user", line, len);
         free(line);
         size_t n = 0;
-        brasa_token *tokens = ok ? chat_tokens(m, format, cv.msgs, cv.n, &n, &err) : NULL;
+        brasa_token *tokens = ok ? chat_tokens(m, &cp, cv.msgs, cv.n, &n, &err) : NULL;
         if (!tokens) {
             rc = cli_fail("%s", ok ? err.message : "out of memory");
             break;
@@ -330,6 +414,7 @@ int cmd_chat(int argc, char **argv) {
         for (size_t i = same; i < n; i++)
             remember_token(&cv, tokens[i]);
         cv.reply.len = 0;
+        view_init(&cv.view, reasoning, &cv.reply);
         brasa_generate_params gp = brasa_generate_default_params();
         gp.n_predict = o.n_predict;
         gp.stop = o.n_stop ? o.stop : NULL;
@@ -342,6 +427,7 @@ int cmd_chat(int argc, char **argv) {
         plat_interrupt_install(&interrupted);
         brasa_status st = brasa_generate(c, s, tokens + same, n - same, &gp, &stats, &err);
         plat_interrupt_remove();
+        view_finish(&cv.view);
         free(tokens);
         if (st == BRASA_CONTEXT_FULL || (st == BRASA_OK && stats.stop_reason == BRASA_STOP_CONTEXT)) {
             fprintf(stderr, "\n[the context of %d tokens is full: /reset to start over, or use --ctx]\n",

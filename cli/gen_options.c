@@ -29,11 +29,14 @@ const char gen_options_help[] =
     "  --frequency-penalty P   subtract P per repetition (default 0)\n"
     "  --seed S                reproducible sampling (default: random)\n"
     "  --stop TEXT             stop when TEXT appears (repeatable)\n"
-    "  --chat-format NAME      chatml, gemma or llama3 (default: from the model)\n";
+    "  --chat-format NAME      chatml, gemma, llama3 or qwen3 (default: from the model)\n"
+    "  --think, --no-think     with a format that reasons (qwen3): let the model think before it\n"
+    "                          answers (default), or answer at once\n";
 
 void gen_options_defaults(gen_options *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = 256;
+    o->think = true;
     o->ctx = brasa_context_default_params();
     o->sampling = brasa_sampler_default_params();
 }
@@ -79,6 +82,9 @@ int gen_options_parse(gen_options *o, const char *cmd, const char *usage, int ar
     } else if (strcmp(a, "--chat-format") == 0) {
         NEED_VALUE();
         o->chat_format = v;
+    } else if (strcmp(a, "--think") == 0 || strcmp(a, "--no-think") == 0) {
+        o->think = strcmp(a, "--think") == 0;
+        o->think_given = true;
     } else if (strcmp(a, "-n") == 0 || strcmp(a, "--n-predict") == 0) {
         NEED_VALUE();
         if (!cli_parse_i64(v, 1, 1 << 24, &n))

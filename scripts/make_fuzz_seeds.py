@@ -309,6 +309,9 @@ CONVERSATIONS = [
     [("developer", "not a role brasa takes"), ("user", "hi")],
     [("user", "emoji 👩‍👩‍👧‍👦 and 🇪🇸"), ("user", "two user turns in a row")],
     [("assistant", "starting with the assistant"), ("user", "ok")],
+    [("user", "2 + 2?"), ("assistant", "<think>\nSimple sum.\n</think>\n\n4"), ("user", "<tool_response>x</tool_response>"),
+     ("assistant", "\n<think>a<think>b</think>c</think>\n\nd")],
+    [("system", "Think step by step."), ("user", "¿Por qué el cielo es azul? <think> typed </think>")],
 ]
 
 
@@ -318,8 +321,8 @@ def chat_seed(flag, messages):
 
 
 def chat_seeds(out):
-    for n, conv in enumerate(CONVERSATIONS):
-        write(out / f"conversation-{n:02d}", chat_seed(1 - n % 2, conv))
+    for n, conv in enumerate(CONVERSATIONS):  # flags: generation prompt on every other; thinking off on some
+        write(out / f"conversation-{n:02d}", chat_seed((1 - n % 2) | (2 if n % 3 == 2 else 0), conv))
     write(out / "message-without-content", bytes([1]) + b"user\x1ehello")
     write(out / "empty-conversation", bytes([1]))
 
@@ -355,6 +358,16 @@ JSON_BODIES = {
     "bad-content-part": {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": "x"}]}]},
     "null-fields": {"messages": [{"role": "user", "content": "hi"}], "temperature": None, "stop": None,
                     "model": None, "seed": None},
+    "chat-thinking-off": {"messages": [{"role": "user", "content": "Hi"}],
+                          "chat_template_kwargs": {"enable_thinking": False, "other": [1, {"x": None}]}},
+    "chat-reasoning-history": {"messages": [{"role": "user", "content": "2 + 2?"},
+                                            {"role": "assistant", "content": "<think>\nSum.\n</think>\n\n4",
+                                             "reasoning_content": "Sum."},
+                                            {"role": "user", "content": "And 3 + 3?"}],
+                               "chat_template_kwargs": {"enable_thinking": True}, "stream": True},
+    "bad-template-kwargs": {"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": "no thinking"},
+    "bad-enable-thinking": {"messages": [{"role": "user", "content": "hi"}],
+                            "chat_template_kwargs": {"enable_thinking": "false"}},
 }
 RAW_BODIES = {
     "not-json": b"messages=hello",
@@ -364,6 +377,7 @@ RAW_BODIES = {
     "escapes": b'{"prompt": "\\u00bfQu\\u00e9? \\ud83d\\ude00 \\u0000 end"}',
     "deep-nesting": b'{"prompt": "x", "extra": ' + b"[" * 200 + b"]" * 200 + b"}",
     "huge-numbers": b'{"prompt": "x", "max_tokens": 1e309, "seed": -9223372036854775808, "temperature": 1e-400}',
+    "reply-with-think-block": "<think>\nreasoning, ¿sí? 🐧</think>\n\n the answer </think> <think>".encode(),
 }
 
 

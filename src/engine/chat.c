@@ -1,8 +1,9 @@
 /* chat.c: chat formats. A model's tokenizer.chat_template is a Jinja program; rather than run
- * Jinja, brasa recognizes the format family it implements (ChatML, Gemma, Llama 3) and renders it
- * natively, taking what varies between models (ChatML's default system prompt) from the template
- * text itself. The rendering records where the format's own markers are, so that only those become
- * control tokens and a message that contains "<|im_start|>" stays text. */
+ * Jinja, brasa recognizes the format family it implements (ChatML, Qwen3's ChatML with reasoning,
+ * Gemma, Llama 3) and renders it natively, taking what varies between models (ChatML's default
+ * system prompt, whether Qwen3's prompt opens the reasoning block) from the template text itself.
+ * The rendering records where the format's own markers are, so that only those become control
+ * tokens and a message that contains "<|im_start|>" stays text. */
 #include <string.h>
 
 #include "core/buf.h"
@@ -96,8 +97,8 @@ static bool chatml_default_system(const char *tpl, buf *out) {
     return false;
 }
 
-static brasa_status render_chatml(const brasa_model *m, const brasa_chat_message *msgs, size_t n, bool gen,
-                                  chat_text *c, brasa_error *err) {
+static brasa_status render_chatml(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
+                                  const brasa_chat_params *p, chat_text *c, brasa_error *err) {
     (void)err;
     buf sys = { 0 };
     if ((n == 0 || strcmp(msgs[0].role, "system") != 0) && m->desc.chat_template &&
@@ -114,15 +115,132 @@ static brasa_status render_chatml(const brasa_model *m, const brasa_chat_message
         add_text(c, msgs[i].content, strlen(msgs[i].content));
         add_marker(c, "<|im_end|>\n");
     }
-    if (gen)
+    if (p->add_generation_prompt)
         add_marker(c, "<|im_start|>assistant\n");
+    return BRASA_OK;
+}
+
+/* ---- Qwen3: ChatML with a reasoning block ("<think>\n...\n</think>\n\n") before each answer.
+ * The rules of the template Qwen3's files carry (tools aside): a first system message opens the
+ * prompt, there is no default one; user and later system messages are ChatML turns; an assistant
+ * turn's reasoning is the text before its first </think> (after the last <think> there), its
+ * answer the text after its last </think>, each without the newlines at the seam. A turn keeps only
+ * its answer, except the turns after the last user query (a message that is not a tool response):
+ * those, when they are the last message or have reasoning, keep it in a block of their own. With
+ * thinking off the generation prompt closes an empty block; the thinking-only models' template
+ * opens the block in the generation prompt. */
+
+static bool starts_with(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool ends_with(const char *s, size_t n, const char *suffix) {
+    const size_t k = strlen(suffix);
+    return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+/* The last occurrence of needle in s, or NULL. */
+static const char *find_last(const char *s, const char *needle) {
+    const char *last = NULL;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        last = p;
+    return last;
+}
+
+/* Whether the template's generation prompt opens the reasoning block: a string literal ending in
+ * "<think>\n" after the last mention of add_generation_prompt (the hybrid models' template only
+ * writes the empty "<think>\n\n</think>\n\n" there, and only with thinking off). */
+static bool qwen3_prompt_opens(const char *tpl) {
+    const char *tail = tpl ? find_last(tpl, "add_generation_prompt") : NULL;
+    static const char *opened[] = { "<think>\\n'", "<think>\\n\"", "<think>\n'", "<think>\n\"" };
+    for (size_t k = 0; tail && k < sizeof opened / sizeof opened[0]; k++)
+        if (strstr(tail, opened[k]))
+            return true;
+    return false;
+}
+
+/* s[*a..*b) without the newlines at its start (lead) and its end (trail). */
+static void strip_newlines(const char *s, size_t *a, size_t *b, bool lead, bool trail) {
+    while (lead && *a < *b && s[*a] == '\n')
+        (*a)++;
+    while (trail && *b > *a && s[*b - 1] == '\n')
+        (*b)--;
+}
+
+static void render_qwen3_assistant(const char *content, bool keep_reasoning_block, bool last, chat_text *c) {
+    const size_t n = strlen(content);
+    size_t r0 = 0, r1 = 0, answer = 0; /* the reasoning is content[r0..r1), the answer content[answer..) */
+    const char *first_close = strstr(content, "</think>");
+    if (first_close) {
+        r1 = (size_t)(first_close - content);
+        strip_newlines(content, &r0, &r1, false, true);
+        for (size_t i = r1; i >= 7 && r0 == 0; i--) /* after the last <think> before the close */
+            if (memcmp(content + i - 7, "<think>", 7) == 0)
+                r0 = i;
+        strip_newlines(content, &r0, &r1, true, false); /* now without newlines at either end */
+        answer = (size_t)(find_last(content, "</think>") - content) + 8;
+    }
+    const bool block = keep_reasoning_block && (last || r1 > r0);
+    size_t end = n;
+    if (first_close || block)
+        strip_newlines(content, &answer, &end, true, false);
+    add_marker(c, "<|im_start|>");
+    add_marker(c, "assistant");
+    add_marker(c, "\n");
+    if (block) {
+        add_marker(c, "<think>");
+        add_text(c, "\n", 1);
+        add_text(c, content + r0, r1 - r0);
+        add_text(c, "\n", 1);
+        add_marker(c, "</think>");
+        add_text(c, "\n\n", 2);
+    }
+    add_text(c, content + answer, n - answer);
+    add_marker(c, "<|im_end|>\n");
+}
+
+static brasa_status render_qwen3(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
+                                 const brasa_chat_params *p, chat_text *c, brasa_error *err) {
+    (void)err;
+    size_t last_query = n ? n - 1 : 0;
+    for (size_t i = n; i-- > 0;) {
+        const char *t = msgs[i].content;
+        if (strcmp(msgs[i].role, "user") == 0 &&
+            !(starts_with(t, "<tool_response>") && ends_with(t, strlen(t), "</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(msgs[i].role, "assistant") == 0) {
+            render_qwen3_assistant(msgs[i].content, i > last_query, i + 1 == n, c);
+            continue;
+        }
+        add_marker(c, "<|im_start|>");
+        add_marker(c, msgs[i].role);
+        add_marker(c, "\n");
+        add_text(c, msgs[i].content, strlen(msgs[i].content));
+        add_marker(c, "<|im_end|>\n");
+    }
+    if (p->add_generation_prompt) {
+        add_marker(c, "<|im_start|>assistant\n");
+        if (!p->enable_thinking) {
+            add_marker(c, "<think>");
+            add_text(c, "\n\n", 2);
+            add_marker(c, "</think>");
+            add_text(c, "\n\n", 2);
+        } else if (qwen3_prompt_opens(m->desc.chat_template)) {
+            add_marker(c, "<think>");
+            add_text(c, "\n", 1);
+        }
+    }
     return BRASA_OK;
 }
 
 /* Gemma: no system role; a system message is prepended to the first user turn. Turns must
  * alternate user / model, and content is trimmed, as Gemma's template does. */
-static brasa_status render_gemma(const brasa_model *m, const brasa_chat_message *msgs, size_t n, bool gen,
-                                 chat_text *c, brasa_error *err) {
+static brasa_status render_gemma(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
+                                 const brasa_chat_params *p, chat_text *c, brasa_error *err) {
     add_marker(c, token_text(m, m->vocab.bos));
     size_t first = 0;
     const char *system = NULL;
@@ -145,13 +263,13 @@ static brasa_status render_gemma(const brasa_model *m, const brasa_chat_message 
         add_trimmed(c, msgs[i].content);
         add_marker(c, "<end_of_turn>\n");
     }
-    if (gen)
+    if (p->add_generation_prompt)
         add_marker(c, "<start_of_turn>model\n");
     return BRASA_OK;
 }
 
-static brasa_status render_llama3(const brasa_model *m, const brasa_chat_message *msgs, size_t n, bool gen,
-                                  chat_text *c, brasa_error *err) {
+static brasa_status render_llama3(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
+                                  const brasa_chat_params *p, chat_text *c, brasa_error *err) {
     (void)err;
     add_marker(c, token_text(m, m->vocab.bos));
     for (size_t i = 0; i < n; i++) {
@@ -161,57 +279,87 @@ static brasa_status render_llama3(const brasa_model *m, const brasa_chat_message
         add_trimmed(c, msgs[i].content);
         add_marker(c, "<|eot_id|>");
     }
-    if (gen)
+    if (p->add_generation_prompt)
         add_marker(c, "<|start_header_id|>assistant<|end_header_id|>\n\n");
     return BRASA_OK;
 }
 
-typedef brasa_status (*render_fn)(const brasa_model *, const brasa_chat_message *, size_t, bool, chat_text *,
-                                  brasa_error *);
+typedef brasa_status (*render_fn)(const brasa_model *, const brasa_chat_message *, size_t, const brasa_chat_params *,
+                                  chat_text *, brasa_error *);
 
+/* In detection order: qwen3 before chatml, whose marker it shares (Qwen2.5's template has no
+ * <think>, so it stays chatml). */
 static const struct {
     const char *name;
-    const char *marker; /* what identifies the format in a template or a vocabulary */
+    const char *marker, *marker2; /* what identifies the format in a template or a vocabulary: both */
+    bool reasons;                 /* replies may begin with a <think> ... </think> block */
     render_fn render;
 } formats[] = {
-    { "chatml", "<|im_start|>", render_chatml },
-    { "gemma", "<start_of_turn>", render_gemma },
-    { "llama3", "<|start_header_id|>", render_llama3 },
+    { "qwen3", "<|im_start|>", "<think>", true, render_qwen3 },
+    { "chatml", "<|im_start|>", NULL, false, render_chatml },
+    { "gemma", "<start_of_turn>", NULL, false, render_gemma },
+    { "llama3", "<|start_header_id|>", NULL, false, render_llama3 },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
 const char *brasa_chat_format_names(void) {
-    return "chatml, gemma, llama3";
+    return "chatml, gemma, llama3, qwen3";
+}
+
+static bool has_marker(const brasa_model *m, const char *marker) {
+    const char *tpl = m->desc.chat_template;
+    return !marker || (tpl ? strstr(tpl, marker) != NULL : smap_get(&m->vocab.by_text, marker, strlen(marker)) >= 0);
 }
 
 const char *brasa_chat_format_detect(const brasa_model *m) {
-    const char *tpl = m->desc.chat_template;
-    for (size_t i = 0; i < N_FORMATS; i++) {
-        if (tpl ? strstr(tpl, formats[i].marker) != NULL
-                : smap_get(&m->vocab.by_text, formats[i].marker, strlen(formats[i].marker)) >= 0)
+    for (size_t i = 0; i < N_FORMATS; i++)
+        if (has_marker(m, formats[i].marker) && has_marker(m, formats[i].marker2))
             return formats[i].name;
-    }
     return NULL;
 }
 
-brasa_status brasa_chat_tokenize(const brasa_model *m, const char *format, const brasa_chat_message *msgs, size_t n,
-                                 bool gen, brasa_token *tokens, size_t capacity, size_t *n_tokens, brasa_error *err) {
+brasa_chat_params brasa_chat_default_params(void) {
+    return (brasa_chat_params){ .format = NULL, .add_generation_prompt = true, .enable_thinking = true };
+}
+
+/* The format's index, or N_FORMATS. */
+static size_t format_index(const char *name) {
+    size_t f = 0;
+    while (f < N_FORMATS && name && strcmp(formats[f].name, name) != 0)
+        f++;
+    return name ? f : N_FORMATS;
+}
+
+brasa_chat_reasoning brasa_chat_reasoning_start(const brasa_model *m, const brasa_chat_params *params) {
+    const brasa_chat_params p = params ? *params : brasa_chat_default_params();
+    if (!m)
+        return BRASA_REASONING_NONE;
+    const size_t f = format_index(p.format ? p.format : brasa_chat_format_detect(m));
+    if (f == N_FORMATS || !formats[f].reasons)
+        return BRASA_REASONING_NONE;
+    return p.add_generation_prompt && p.enable_thinking && qwen3_prompt_opens(m->desc.chat_template)
+               ? BRASA_REASONING_OPEN
+               : BRASA_REASONING_LEADING;
+}
+
+brasa_status brasa_chat_tokenize_with(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
+                                      const brasa_chat_params *params, brasa_token *tokens, size_t capacity,
+                                      size_t *n_tokens, brasa_error *err) {
     if (!m || (!msgs && n) || !n_tokens || (!tokens && capacity))
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_chat_tokenize: invalid arguments");
     if (m->vocab.type == BRASA_VOCAB_NONE)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "cannot tokenize: %s", m->tokenizer_error);
-    if (!format) {
-        format = brasa_chat_format_detect(m);
-        if (!format)
+    brasa_chat_params p = params ? *params : brasa_chat_default_params();
+    if (!p.format) {
+        p.format = brasa_chat_format_detect(m);
+        if (!p.format)
             return err_set(err, BRASA_ERR_UNSUPPORTED, m->desc.chat_template
                            ? "the model's chat template is not one brasa recognizes; choose a format (%s)"
                            : "the model has no chat template; choose a format (%s)", brasa_chat_format_names());
     }
-    size_t f = 0;
-    while (f < N_FORMATS && strcmp(formats[f].name, format) != 0)
-        f++;
+    const size_t f = format_index(p.format);
     if (f == N_FORMATS)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "unknown chat format '%s' (brasa knows %s)", format,
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "unknown chat format '%s' (brasa knows %s)", p.format,
                        brasa_chat_format_names());
     for (size_t i = 0; i < n; i++) {
         if (!msgs[i].role || !msgs[i].content)
@@ -222,7 +370,7 @@ brasa_status brasa_chat_tokenize(const brasa_model *m, const char *format, const
                            i + 1, msgs[i].role);
     }
     chat_text c = { 0 };
-    brasa_status st = formats[f].render(m, msgs, n, gen, &c, err);
+    brasa_status st = formats[f].render(m, msgs, n, &p, &c, err);
     ivec ids = { 0 };
     if (st == BRASA_OK && c.oom)
         st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory rendering the chat");
@@ -234,4 +382,12 @@ brasa_status brasa_chat_tokenize(const brasa_model *m, const char *format, const
     buf_free(&c.text);
     free(c.spans);
     return st;
+}
+
+brasa_status brasa_chat_tokenize(const brasa_model *m, const char *format, const brasa_chat_message *msgs, size_t n,
+                                 bool gen, brasa_token *tokens, size_t capacity, size_t *n_tokens, brasa_error *err) {
+    brasa_chat_params p = brasa_chat_default_params();
+    p.format = format;
+    p.add_generation_prompt = gen;
+    return brasa_chat_tokenize_with(m, msgs, n, &p, tokens, capacity, n_tokens, err);
 }

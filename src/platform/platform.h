@@ -23,6 +23,11 @@ void plat_map_close(plat_map *map);
 /* Whether the stream (0 stdin, 1 stdout, 2 stderr) is an interactive terminal. */
 bool plat_is_terminal(int fd);
 
+/* Whether the stream (1 stdout, 2 stderr) is a terminal that shows ANSI styles (dim, reset): not
+ * with NO_COLOR set or TERM=dumb; a Windows console is asked to take them (virtual terminal
+ * processing), which consoles before Windows 10 refuse. */
+bool plat_terminal_styles(int fd);
+
 /* Prepares the console for UTF-8 output (a no-op where it already is). */
 void plat_console_init(void);
 

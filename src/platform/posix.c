@@ -72,6 +72,11 @@ bool plat_is_terminal(int fd) {
     return isatty(fd) == 1;
 }
 
+bool plat_terminal_styles(int fd) {
+    const char *term = getenv("TERM"), *no_color = getenv("NO_COLOR");
+    return isatty(fd) == 1 && !(no_color && no_color[0]) && !(term && strcmp(term, "dumb") == 0);
+}
+
 void plat_console_init(void) {
 }
 

@@ -80,6 +80,20 @@ bool plat_is_terminal(int fd) {
     return _isatty(fd) != 0;
 }
 
+#ifndef ENABLE_VIRTUAL_TERMINAL_PROCESSING
+#define ENABLE_VIRTUAL_TERMINAL_PROCESSING 0x0004
+#endif
+
+bool plat_terminal_styles(int fd) {
+    const char *no_color = getenv("NO_COLOR");
+    if (_isatty(fd) == 0 || (no_color && no_color[0]) || (fd != 1 && fd != 2))
+        return false;
+    HANDLE h = GetStdHandle(fd == 2 ? STD_ERROR_HANDLE : STD_OUTPUT_HANDLE);
+    DWORD mode = 0;
+    return h != INVALID_HANDLE_VALUE && GetConsoleMode(h, &mode) &&
+           ((mode & ENABLE_VIRTUAL_TERMINAL_PROCESSING) || SetConsoleMode(h, mode | ENABLE_VIRTUAL_TERMINAL_PROCESSING));
+}
+
 void plat_console_init(void) {
     SetConsoleOutputCP(CP_UTF8);
     SetConsoleCP(CP_UTF8);

@@ -1,6 +1,7 @@
 /* api.c: OpenAI request checking and response building with cJSON (see api.h). The rules follow
  * the OpenAI API reference: ranges of temperature (0..2), top_p (0..1], presence and frequency
- * penalties (-2..2), at most four stop strings, n = 1 only here. */
+ * penalties (-2..2), at most four stop strings, n = 1 only here. Beyond it, as vLLM and llama.cpp
+ * take them: chat_template_kwargs.enable_thinking, and the reasoning_content of a reply. */
 #include "server/api.h"
 
 #include <cjson/cJSON.h>
@@ -232,6 +233,19 @@ bool api_parse(api_kind kind, const char *body, size_t len, api_request *r, char
         !get_float(root, "frequency_penalty", -2, 2, false, &r->sampling.frequency_penalty, message, size, param) ||
         !get_bool(root, "stream", &r->stream, message, size, param))
         return false;
+    r->enable_thinking = true;
+    const cJSON *kwargs = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
+    if (kind == API_CHAT && kwargs && !cJSON_IsNull(kwargs)) {
+        if (!cJSON_IsObject(kwargs))
+            return fail(message, size, param, "chat_template_kwargs", "'%s' must be an object", NULL);
+        /* the template's other variables mean nothing to brasa's native formats: ignored */
+        const cJSON *think = cJSON_GetObjectItemCaseSensitive(kwargs, "enable_thinking");
+        if (think && !cJSON_IsNull(think) && !cJSON_IsBool(think))
+            return fail(message, size, param, "chat_template_kwargs",
+                        "'%s.enable_thinking' must be true or false", NULL);
+        if (cJSON_IsBool(think))
+            r->enable_thinking = cJSON_IsTrue(think);
+    }
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
     if (opts && !cJSON_IsNull(opts)) {
         if (!cJSON_IsObject(opts))
@@ -366,8 +380,8 @@ static bool reply_parts_make(const api_reply *r, bool chunk, const char *text, s
     return true;
 }
 
-bool api_completion_json(const api_reply *r, const char *text, size_t len, const char *finish_reason,
-                         int32_t prompt_tokens, int32_t completion_tokens, buf *out) {
+bool api_completion_json(const api_reply *r, const char *text, size_t len, const char *reasoning, size_t reasoning_len,
+                         const char *finish_reason, int32_t prompt_tokens, int32_t completion_tokens, buf *out) {
     reply_parts p;
     if (!reply_parts_make(r, false, text, len, &p))
         return false;
@@ -375,6 +389,8 @@ bool api_completion_json(const api_reply *r, const char *text, size_t len, const
         cJSON *msg = cJSON_CreateObject();
         cJSON_AddStringToObject(msg, "role", "assistant");
         cJSON_AddItemToObject(msg, "content", p.content);
+        if (reasoning_len > 0)
+            cJSON_AddItemToObject(msg, "reasoning_content", text_string(reasoning, reasoning_len));
         cJSON_AddItemToObject(p.choice, "message", msg);
     } else {
         cJSON_AddItemToObject(p.choice, "text", p.content);
@@ -403,6 +419,20 @@ bool api_chunk_sse(const api_reply *r, bool first, const char *text, size_t len,
     }
     cJSON_AddNullToObject(p.choice, "logprobs");
     add_finish(p.choice, finish_reason);
+    return emit(p.root, "data: ", "\n\n", out);
+}
+
+bool api_reasoning_chunk_sse(const api_reply *r, bool first, const char *text, size_t len, buf *out) {
+    reply_parts p;
+    if (!reply_parts_make(r, true, text, len, &p))
+        return false;
+    cJSON *delta = cJSON_CreateObject();
+    if (first)
+        cJSON_AddStringToObject(delta, "role", "assistant");
+    cJSON_AddItemToObject(delta, "reasoning_content", p.content);
+    cJSON_AddItemToObject(p.choice, "delta", delta);
+    cJSON_AddNullToObject(p.choice, "logprobs");
+    add_finish(p.choice, NULL);
     return emit(p.root, "data: ", "\n\n", out);
 }
 

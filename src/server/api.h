@@ -25,6 +25,7 @@ typedef struct api_request {
     brasa_sampler_params sampling;
     const char *stop[API_MAX_STOP + 1];
     bool stream, include_usage;
+    bool enable_thinking;         /* chat: chat_template_kwargs.enable_thinking (default true) */
     void *json;                   /* the parsed body, owned */
 } api_request;
 
@@ -41,11 +42,15 @@ typedef struct api_reply {
 } api_reply;
 
 /* Whole responses and stream chunks; text may be any bytes (ill-formed UTF-8 becomes U+FFFD).
- * finish_reason NULL: none yet. Each appends to out and returns false when out of memory. */
-bool api_completion_json(const api_reply *r, const char *text, size_t len, const char *finish_reason,
-                         int32_t prompt_tokens, int32_t completion_tokens, buf *out);
+ * finish_reason NULL: none yet. Each appends to out and returns false when out of memory. A chat
+ * reply of a reasoning format carries its reasoning apart from the answer (text), as
+ * message.reasoning_content (when there is some; the field of llama.cpp's and DeepSeek's APIs). */
+bool api_completion_json(const api_reply *r, const char *text, size_t len, const char *reasoning, size_t reasoning_len,
+                         const char *finish_reason, int32_t prompt_tokens, int32_t completion_tokens, buf *out);
 /* "data: {...}\n\n" with a delta (role on the first chunk of a chat), or the usage-only chunk. */
 bool api_chunk_sse(const api_reply *r, bool first, const char *text, size_t len, const char *finish_reason, buf *out);
+/* A chat chunk whose delta holds reasoning (delta.reasoning_content) instead of content. */
+bool api_reasoning_chunk_sse(const api_reply *r, bool first, const char *text, size_t len, buf *out);
 bool api_usage_sse(const api_reply *r, int32_t prompt_tokens, int32_t completion_tokens, buf *out);
 bool api_models_json(const char *model, int64_t created, buf *out);
 /* {"error": {"message", "type", "param", "code"}} */

@@ -1,6 +1,7 @@
 /* server.c: the HTTP side of `brasa serve` on libmicrohttpd: routes, the API key, body limits,
  * OpenAI-shaped errors, whole and streamed (server-sent events) replies read from scheduler jobs,
- * cancellation when a client goes away, the device lock and the shutdown sequence. */
+ * a reasoning format's reasoning kept apart from the answer, cancellation when a client goes away,
+ * the device lock and the shutdown sequence. */
 #include "server/server.h"
 
 #include <microhttpd.h>
@@ -12,6 +13,7 @@
 
 #include "brasa.h"
 #include "core/buf.h"
+#include "engine/reasoning.h"
 #include "platform/platform.h"
 #include "server/api.h"
 #include "server/metrics.h"
@@ -49,6 +51,9 @@ typedef struct conn {
     bool include_usage, first_chunk, ended;
     buf out;                /* SSE bytes not yet handed to the server library */
     size_t out_pos;
+    reasoning_splitter split; /* the job's text into reasoning and answer (all answer without reasoning) */
+    buf reasoning, answer;  /* what the splitter gave since they were last sent */
+    bool split_oom;
 } conn;
 
 static const char *route_label(route r) {
@@ -114,6 +119,28 @@ static bool peer_gone(conn *c) {
     return ci && plat_socket_peer_closed((int)ci->connect_fd);
 }
 
+static bool conn_part(reasoning_part part, const char *text, size_t len, void *user) {
+    conn *c = user;
+    if (!buf_append(part == REASONING_THOUGHT ? &c->reasoning : &c->answer, text, len))
+        c->split_oom = true;
+    return !c->split_oom;
+}
+
+/* SSE chunks of what the splitter gave: reasoning, then answer. */
+static bool split_chunks(conn *c) {
+    bool ok = !c->split_oom;
+    if (ok && c->reasoning.len > 0) {
+        ok = api_reasoning_chunk_sse(&c->reply, c->first_chunk, c->reasoning.data, c->reasoning.len, &c->out);
+        c->first_chunk = false;
+    }
+    if (ok && c->answer.len > 0) {
+        ok = api_chunk_sse(&c->reply, c->first_chunk, c->answer.data, c->answer.len, NULL, &c->out);
+        c->first_chunk = false;
+    }
+    c->reasoning.len = c->answer.len = 0;
+    return ok;
+}
+
 /* The streamed reply: SSE events made from the job's text as it arrives. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *dst, size_t max) {
     (void)pos;
@@ -129,11 +156,10 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *dst, size_t max) {
             buf_free(&text);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        bool ok = true;
-        if (text.len > 0) {
-            ok = api_chunk_sse(&c->reply, c->first_chunk, text.data, text.len, NULL, &c->out);
-            c->first_chunk = false;
-        }
+        reasoning_push(&c->split, text.data, text.len);
+        if (pr.finish != SCHED_RUNNING)
+            reasoning_finish(&c->split);
+        bool ok = split_chunks(c);
         buf_free(&text);
         if (pr.finish == SCHED_FAILED || pr.finish == SCHED_CANCELLED) {
             const char *msg = pr.finish == SCHED_FAILED ? pr.error : "the server is shutting down";
@@ -161,7 +187,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *dst, size_t max) {
 }
 
 /* Turns a checked request into prompt tokens; false after sending the error. */
-static bool request_tokens(conn *c, const api_request *rq, brasa_token **tokens, size_t *n, enum MHD_Result *res) {
+static bool request_tokens(conn *c, const api_request *rq, const brasa_chat_params *cp, brasa_token **tokens, size_t *n,
+                           enum MHD_Result *res) {
     server *s = c->srv;
     const size_t cap = (size_t)s->cfg->ctx + 1;
     *tokens = malloc(cap * sizeof **tokens);
@@ -172,7 +199,7 @@ static bool request_tokens(conn *c, const api_request *rq, brasa_token **tokens,
     brasa_error err;
     brasa_status st;
     if (rq->kind == API_CHAT)
-        st = brasa_chat_tokenize(s->model, NULL, rq->messages, rq->n_messages, true, *tokens, cap, n, &err);
+        st = brasa_chat_tokenize_with(s->model, rq->messages, rq->n_messages, cp, *tokens, cap, n, &err);
     else
         st = brasa_tokenize(s->model, rq->prompt, strlen(rq->prompt), BRASA_TOKENIZE_ADD_BOS, *tokens, cap, n, &err);
     if (st == BRASA_OK && *n >= (size_t)s->cfg->ctx)
@@ -208,7 +235,11 @@ static enum MHD_Result handle_generation(conn *c) {
     enum MHD_Result res = MHD_NO;
     brasa_token *tokens = NULL;
     size_t n = 0;
-    if (!request_tokens(c, &rq, &tokens, &n, &res)) {
+    brasa_chat_params cp = brasa_chat_default_params();
+    cp.enable_thinking = rq.enable_thinking;
+    reasoning_init(&c->split, kind == API_CHAT ? brasa_chat_reasoning_start(s->model, &cp) : BRASA_REASONING_NONE,
+                   conn_part, c);
+    if (!request_tokens(c, &rq, &cp, &tokens, &n, &res)) {
         free(tokens);
         api_request_free(&rq);
         return res;
@@ -266,8 +297,12 @@ static enum MHD_Result handle_generation(conn *c) {
         res = send_error(c, 503, "unavailable", NULL, NULL, "the server is shutting down");
     else {
         buf b = { 0 };
-        res = api_completion_json(&c->reply, text.data ? text.data : "", text.len, finish_name(pr.finish), pr.n_prompt,
-                                  pr.n_generated, &b)
+        reasoning_push(&c->split, text.data, text.len);
+        reasoning_finish(&c->split);
+        res = !c->split_oom &&
+                      api_completion_json(&c->reply, c->answer.data ? c->answer.data : "", c->answer.len,
+                                          c->reasoning.data, c->reasoning.len, finish_name(pr.finish), pr.n_prompt,
+                                          pr.n_generated, &b)
                   ? send_bytes(c, 200, "application/json", b.data, b.len)
                   : send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
         buf_free(&b);
@@ -386,6 +421,8 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **state, en
     metrics_request(s->metrics, route_label(c->route), c->status ? c->status : 499);
     buf_free(&c->body);
     buf_free(&c->out);
+    buf_free(&c->reasoning);
+    buf_free(&c->answer);
     free(c);
     *state = NULL;
     plat_atomic_add(&s->open_requests, -1);

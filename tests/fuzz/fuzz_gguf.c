@@ -100,8 +100,8 @@ static void use_tokenizer(const brasa_model *m) {
     for (brasa_token t = 0; t < n_vocab && t < 4096; t++)
         brasa_detokenize(m, &t, 1, BRASA_DETOKENIZE_SPECIAL, out, sizeof out, &n_out, &err);
     const brasa_chat_message chat[] = { { "system", " Be brief. " }, { "user", "Hola <|im_end|>" },
-                                        { "assistant", "\xc2\xa1Hola!" }, { "user", "\xe2\x96\x81 ok" } };
-    const char *formats[] = { NULL, "chatml", "gemma", "llama3" };
+                                        { "assistant", "<think>r</think>\n\xc2\xa1Hola!" }, { "user", "\xe2\x96\x81 ok" } };
+    const char *formats[] = { NULL, "chatml", "gemma", "llama3", "qwen3" };
     for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
         if (brasa_chat_tokenize(m, formats[f], chat, 4, true, ids, sizeof ids / sizeof ids[0], &n, &err) == BRASA_OK)
             for (size_t i = 0; i < n; i++)

@@ -1,12 +1,15 @@
 /* fuzz_json_body: the server's request bodies. The input is an HTTP body, checked by api_parse as a
- * chat request and as a completion request; what it accepts must satisfy the ranges api.h promises,
- * and what it refuses must come with a message. The replies built from the request's own text (and
- * from the raw input, any bytes) must be valid JSON in valid UTF-8, as clients parse them.
- * libmicrohttpd's parsing of the request itself is not ours and is not fuzzed here. */
+ * chat request and as a completion request; what it accepts must satisfy the ranges api.h promises
+ * (chat_template_kwargs included), and what it refuses must come with a message. The replies built
+ * from the request's own text (and from the raw input, any bytes, also split by the reasoning
+ * splitter as a reasoning format's reply, in chunks the input's first byte sizes, the block opened
+ * by the prompt when its last byte is odd) must be valid JSON in valid UTF-8, as clients parse
+ * them. libmicrohttpd's parsing of the request itself is not ours and is not fuzzed here. */
 #include <cjson/cJSON.h>
 #include <string.h>
 
 #include "core/utf8.h"
+#include "engine/reasoning.h"
 #include "fuzz.h"
 #include "server/api.h"
 
@@ -62,13 +65,14 @@ static void check_accepted(const api_request *r) {
     while (n_stop < API_MAX_STOP && r->stop[n_stop])
         FUZZ_CHECK(r->stop[n_stop++][0] != '\0');
     FUZZ_CHECK(r->stop[n_stop] == NULL);
+    FUZZ_CHECK(r->kind == API_CHAT || r->enable_thinking);
 }
 
 /* Every reply kind, with text as the generated text. */
 static void build_replies(api_kind kind, const char *text, size_t len) {
     const api_reply reply = { kind, kind == API_CHAT ? "chatcmpl-fuzz" : "cmpl-fuzz", "fuzz-model", 1700000000 };
     buf out = { 0 };
-    FUZZ_CHECK(api_completion_json(&reply, text, len, "stop", 3, 5, &out));
+    FUZZ_CHECK(api_completion_json(&reply, text, len, NULL, 0, "stop", 3, 5, &out));
     check_json(&out, false);
     out.len = 0;
     FUZZ_CHECK(api_chunk_sse(&reply, true, text, len, NULL, &out));
@@ -77,6 +81,38 @@ static void build_replies(api_kind kind, const char *text, size_t len) {
     FUZZ_CHECK(api_usage_sse(&reply, 3, 5, &out));
     check_json(&out, true);
     buf_free(&out);
+}
+
+static bool keep_part(reasoning_part part, const char *text, size_t len, void *user) {
+    buf *parts = user;
+    FUZZ_CHECK(len > 0 && buf_append(&parts[part], text, len));
+    return true;
+}
+
+/* text as a reasoning format's reply, streamed in chunks of 1 to 16 bytes: both parts together are
+ * at most the text (tags and the whitespace after </think> go), and the replies carry both. */
+static void build_split_replies(const char *text, size_t len) {
+    buf parts[2] = { { 0 }, { 0 } };
+    reasoning_splitter s;
+    reasoning_init(&s, len && (text[len - 1] & 1) ? BRASA_REASONING_OPEN : BRASA_REASONING_LEADING, keep_part, parts);
+    const size_t step = len ? (size_t)((unsigned char)text[0] % 16) + 1 : 1;
+    for (size_t i = 0; i < len; i += step)
+        FUZZ_CHECK(reasoning_push(&s, text + i, len - i < step ? len - i : step));
+    FUZZ_CHECK(reasoning_finish(&s));
+    const buf *thought = &parts[REASONING_THOUGHT], *answer = &parts[REASONING_ANSWER];
+    FUZZ_CHECK(thought->len + answer->len <= len);
+    const api_reply reply = { API_CHAT, "chatcmpl-fuzz", "fuzz-model", 1700000000 };
+    buf out = { 0 };
+    FUZZ_CHECK(api_completion_json(&reply, answer->data ? answer->data : "", answer->len, thought->data, thought->len,
+                                   "stop", 3, 5, &out));
+    check_json(&out, false);
+    out.len = 0;
+    FUZZ_CHECK(api_reasoning_chunk_sse(&reply, true, thought->data ? thought->data : "", thought->len, &out));
+    FUZZ_CHECK(api_chunk_sse(&reply, false, answer->data ? answer->data : "", answer->len, NULL, &out));
+    check_json(&out, true);
+    buf_free(&out);
+    buf_free(&parts[0]);
+    buf_free(&parts[1]);
 }
 
 static void parse_as(api_kind kind, const char *body, size_t len) {
@@ -101,5 +137,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     parse_as(API_CHAT, (const char *)data, size);
     parse_as(API_COMPLETION, (const char *)data, size);
     build_replies(API_CHAT, (const char *)data, size);
+    build_split_replies((const char *)data, size);
     return 0;
 }

@@ -1,5 +1,6 @@
 /* chat_tokens: renders one conversation with brasa's chat formats and prints the token ids, for the
- * chat-template test. Usage: chat_tokens MODEL FORMAT|auto INFILE [--no-generation-prompt]
+ * chat-template test; the detected format and how a reply begins go to stderr.
+ * Usage: chat_tokens MODEL FORMAT|auto INFILE [--no-generation-prompt] [--no-think]
  * INFILE holds records (uint32 little-endian length, bytes) alternating role and content. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +25,21 @@ static char *read_record(FILE *f) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: chat_tokens MODEL FORMAT|auto INFILE [--no-generation-prompt]\n");
+        fprintf(stderr, "usage: chat_tokens MODEL FORMAT|auto INFILE [--no-generation-prompt] [--no-think]\n");
         return 2;
     }
-    bool gen = !(argc > 4 && strcmp(argv[4], "--no-generation-prompt") == 0);
+    brasa_chat_params cp = brasa_chat_default_params();
+    cp.format = strcmp(argv[2], "auto") == 0 ? NULL : argv[2];
+    for (int i = 4; i < argc; i++) {
+        if (strcmp(argv[i], "--no-generation-prompt") == 0)
+            cp.add_generation_prompt = false;
+        else if (strcmp(argv[i], "--no-think") == 0)
+            cp.enable_thinking = false;
+        else {
+            fprintf(stderr, "chat_tokens: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
     brasa_error err;
     brasa_model *m = NULL;
     brasa_model_params mp = brasa_model_default_params();
@@ -47,19 +59,20 @@ int main(int argc, char **argv) {
         n++;
     }
     fclose(in);
-    const char *format = strcmp(argv[2], "auto") == 0 ? NULL : argv[2];
     size_t count = 0;
     brasa_token *tokens = malloc(1 << 20);
     int rc = 0;
-    if (brasa_chat_tokenize(m, format, msgs, n, gen, tokens, (1 << 20) / sizeof *tokens, &count, &err) != BRASA_OK) {
+    if (brasa_chat_tokenize_with(m, msgs, n, &cp, tokens, (1 << 20) / sizeof *tokens, &count, &err) != BRASA_OK) {
         fprintf(stderr, "chat_tokens: %s\n", err.message);
         rc = 1;
     } else {
         for (size_t i = 0; i < count; i++)
             printf("%s%d", i ? " " : "", tokens[i]);
         printf("\n");
+        static const char *starts[] = { "none", "leading", "open" };
         const char *detected = brasa_chat_format_detect(m);
-        fprintf(stderr, "format: %s\n", detected ? detected : "none");
+        fprintf(stderr, "format: %s, reasoning: %s\n", detected ? detected : "none",
+                starts[brasa_chat_reasoning_start(m, &cp)]);
     }
     for (size_t i = 0; i < n; i++) {
         free((char *)msgs[i].role);
