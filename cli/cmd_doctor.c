@@ -226,6 +226,8 @@ int cmd_doctor(int argc, char **argv) {
             for (int i = 0; i < n; i++) {
                 printf("%s{\"name\": ", i ? ", " : "");
                 json_cstr(stdout, list[i].model->name);
+                printf(", \"architecture\": ");
+                json_cstr(stdout, list[i].model->arch);
                 printf(", \"quant\": \"%s\", \"total_bytes\": %llu, \"decode_tokens_per_second\": %.3f, "
                        "\"prefill_tokens_per_second\": %.3f}",
                        list[i].quant->name, (unsigned long long)list[i].r.total, list[i].r.decode_tps, list[i].r.prefill_tps);

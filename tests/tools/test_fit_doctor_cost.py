@@ -291,6 +291,10 @@ def make_kfd(root, target):
         f.write(f"heap_type 1\nsize_in_bytes {12 * GIB}\n")
 
 
+# The architectures brasa runs (src/models/arch.c's registry); doctor must recommend no other.
+RUNNABLE_ARCHS = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3"}
+
+
 def check_doctor(a, tmp):
     empty = os.path.join(tmp, "empty-root")
     os.makedirs(empty, exist_ok=True)
@@ -315,6 +319,10 @@ def check_doctor(a, tmp):
         cpu_fits = [f for f in doc["fits"] if f["device"] == "cpu"]
         expect("doctor: models that fit this machine", cpu_fits and cpu_fits[0]["models"]
                and all(m["total_bytes"] <= cpu_fits[0]["usable_bytes"] for m in cpu_fits[0]["models"]), cpu_fits)
+        # only models brasa runs
+        listed = {m.get("architecture") for f in doc["fits"] for m in f["models"]}
+        expect("doctor: recommends only architectures brasa runs",
+               listed and listed <= RUNNABLE_ARCHS and "gpt-oss" not in listed, listed)
     r = run([a.brasa_checked, "doctor"], none)
     expect("doctor (text) without GPUs", r.returncode == 0 and "none found" in r.stdout and "fix:" in r.stdout,
            r.stdout[-500:] + r.stderr[-300:])

@@ -422,40 +422,63 @@ static brasa_status cpu_matmul(bk_device *dev, const bk_tensor *w, const bk_tens
 
 /* ---- routed experts ---- */
 
-static brasa_status cpu_moe_route(bk_device *dev, const bk_tensor *logits, int32_t k, bool renorm, bk_tensor *ids,
-                                  bk_tensor *weights, brasa_error *err) {
-    (void)dev;
-    const int64_t n_expert = logits->ne0;
-    if (k < 1 || k > n_expert || ids->type != QUANT_I32 || ids->ne0 != k || weights->ne0 != k || ids->ne1 != logits->ne1 ||
-        weights->ne1 != logits->ne1)
-        return err_set(err, BRASA_ERR_INTERNAL, "moe_route: %d of %lld experts into ids %lldx%lld", k, (long long)n_expert,
-                       (long long)ids->ne1, (long long)ids->ne0);
-    for (int64_t t = 0; t < logits->ne1; t++) {
-        const float *l = (const float *)((const char *)logits->data + (size_t)t * logits->row_bytes);
-        int32_t *id = (int32_t *)((char *)ids->data + (size_t)t * ids->row_bytes);
-        float *w = (float *)((char *)weights->data + (size_t)t * weights->row_bytes);
+typedef struct moe_route_job {
+    const bk_tensor *logits;
+    int32_t k;
+    bool renorm;
+    bk_tensor *ids, *weights;
+} moe_route_job;
+
+static void moe_route_part(void *ctx, int ith, int nth) {
+    const moe_route_job *j = ctx;
+    const int64_t n_expert = j->logits->ne0;
+    const int32_t k = j->k;
+    int64_t lo, hi;
+    split(j->logits->ne1, ith, nth, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        const float *l = (const float *)((const char *)j->logits->data + (size_t)t * j->logits->row_bytes);
+        int32_t *id = (int32_t *)((char *)j->ids->data + (size_t)t * j->ids->row_bytes);
+        float *w = (float *)((char *)j->weights->data + (size_t)t * j->weights->row_bytes);
         /* the k largest in decreasing order, a tie to the lower index: selection, k is small */
-        for (int32_t j = 0; j < k; j++) {
+        for (int32_t s = 0; s < k; s++) {
             int32_t best = -1;
             for (int32_t e = 0; e < n_expert; e++) {
                 bool taken = false;
-                for (int32_t i = 0; i < j && !taken; i++)
+                for (int32_t i = 0; i < s && !taken; i++)
                     taken = id[i] == e;
                 if (!taken && (best < 0 || l[e] > l[best]))
                     best = e;
             }
-            id[j] = best;
+            id[s] = best;
         }
         /* softmax over all experts (or, renormalized, over the chosen: the same ratios) */
         const double top = l[id[0]];
         double sum = 0.0, chosen = 0.0;
         for (int64_t e = 0; e < n_expert; e++)
             sum += exp((double)l[e] - top);
-        for (int32_t j = 0; j < k; j++)
-            chosen += exp((double)l[id[j]] - top);
-        for (int32_t j = 0; j < k; j++)
-            w[j] = (float)(exp((double)l[id[j]] - top) / (renorm ? chosen : sum));
+        for (int32_t s = 0; s < k; s++)
+            chosen += exp((double)l[id[s]] - top);
+        for (int32_t s = 0; s < k; s++)
+            w[s] = (float)(exp((double)l[id[s]] - top) / (j->renorm ? chosen : sum));
     }
+}
+
+/* Tokens routed by every thread from this many; fewer (a decode step) by one. */
+#define MOE_ROUTE_PARALLEL_TOKENS 16
+
+static brasa_status cpu_moe_route(bk_device *dev, const bk_tensor *logits, int32_t k, bool renorm, bk_tensor *ids,
+                                  bk_tensor *weights, brasa_error *err) {
+    cpu_impl *c = dev->impl;
+    const int64_t n_expert = logits->ne0;
+    if (k < 1 || k > n_expert || ids->type != QUANT_I32 || ids->ne0 != k || weights->ne0 != k || ids->ne1 != logits->ne1 ||
+        weights->ne1 != logits->ne1)
+        return err_set(err, BRASA_ERR_INTERNAL, "moe_route: %d of %lld experts into ids %lldx%lld", k, (long long)n_expert,
+                       (long long)ids->ne1, (long long)ids->ne0);
+    moe_route_job job = { logits, k, renorm, ids, weights };
+    if (logits->ne1 >= MOE_ROUTE_PARALLEL_TOKENS)
+        pool_run(c->pool, moe_route_part, &job);
+    else
+        moe_route_part(&job, 0, 1);
     return BRASA_OK;
 }
 
@@ -473,6 +496,37 @@ static brasa_status reserve_moe(cpu_impl *c, size_t bytes, brasa_error *err) {
 
 static size_t align64(size_t n) {
     return (n + 63) & ~(size_t)63;
+}
+
+/* Rows moved between slot order and expert order, split between the threads: gathered (row r of
+ * dst from row order[r] / div of src) or scattered (row order[r] of dst from row r of src). */
+typedef struct moe_move {
+    const char *src;
+    char *dst;
+    size_t src_stride, dst_stride, bytes;
+    const int32_t *order;
+    int64_t n, div;
+    bool scatter;
+} moe_move;
+
+static void moe_move_part(void *ctx, int ith, int nth) {
+    const moe_move *m = ctx;
+    int64_t lo, hi;
+    split(m->n, ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const int64_t to = m->scatter ? m->order[r] : r, from = m->scatter ? r : m->order[r] / m->div;
+        memcpy(m->dst + (size_t)to * m->dst_stride, m->src + (size_t)from * m->src_stride, m->bytes);
+    }
+}
+
+/* Rows this many bytes in all are moved (or summed) by every thread; fewer (a decode step) by one. */
+#define MOE_MOVE_PARALLEL_BYTES (256u << 10)
+
+static void moe_move_rows(cpu_impl *c, moe_move *m) {
+    if ((uint64_t)m->n * m->bytes >= MOE_MOVE_PARALLEL_BYTES)
+        pool_run(c->pool, moe_move_part, m);
+    else
+        moe_move_part(m, 0, 1);
 }
 
 /* The slots that chose each expert are gathered into consecutive rows (in slot order, so a slot's
@@ -521,10 +575,10 @@ static brasa_status cpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_t
     for (int64_t s = 0; s < n_slots; s++)
         order[next[((const int32_t *)((const char *)ids->data + (size_t)(s / k) * ids->row_bytes))[s % k]]++] = (int32_t)s;
     float *xg = (float *)(base + x_at);
-    const int64_t per_x = x->ne1 == n_tok ? k : 1; /* slots sharing an input row */
-    for (int64_t r = 0; r < n_slots; r++)
-        memcpy(xg + (size_t)r * (size_t)x->ne0, (const char *)x->data + (size_t)(order[r] / per_x) * x->row_bytes,
-               (size_t)x->ne0 * sizeof(float));
+    moe_move gather = { .src = x->data, .dst = (char *)xg, .src_stride = x->row_bytes,
+                        .dst_stride = (size_t)x->ne0 * sizeof(float), .bytes = (size_t)x->ne0 * sizeof(float),
+                        .order = order, .n = n_slots, .div = x->ne1 == n_tok ? k : 1 /* slots sharing an input row */ };
+    moe_move_rows(c, &gather);
     const size_t n_items = (size_t)used * (size_t)n;
     if (n_items > c->items_cap) {
         matmul_item *p = realloc(c->items, n_items * sizeof *p);
@@ -548,30 +602,48 @@ static brasa_status cpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_t
     if ((st = run_products(c, &xg_all, c->items, (int)m, err)) != BRASA_OK)
         return st;
     for (int i = 0; i < n; i++) {
-        const float *yg = (const float *)(base + y_at[i]);
-        const size_t width = (size_t)outs[i].y->ne0;
-        for (int64_t r = 0; r < n_slots; r++)
-            memcpy((char *)outs[i].y->data + (size_t)order[r] * outs[i].y->row_bytes, yg + (size_t)r * width,
-                   width * sizeof(float));
+        const size_t bytes = (size_t)outs[i].y->ne0 * sizeof(float);
+        moe_move scatter = { .src = base + y_at[i], .dst = outs[i].y->data, .src_stride = bytes,
+                             .dst_stride = outs[i].y->row_bytes, .bytes = bytes, .order = order, .n = n_slots,
+                             .div = 1, .scatter = true };
+        moe_move_rows(c, &scatter);
     }
     return BRASA_OK;
 }
 
+typedef struct moe_sum_job {
+    const bk_tensor *y, *weights;
+    bk_tensor *out;
+} moe_sum_job;
+
+static void moe_sum_part(void *ctx, int ith, int nth) {
+    const moe_sum_job *j = ctx;
+    const int64_t k = j->weights->ne0;
+    int64_t lo, hi;
+    split(j->out->ne1, ith, nth, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        const float *w = (const float *)((const char *)j->weights->data + (size_t)t * j->weights->row_bytes);
+        float *o = (float *)((char *)j->out->data + (size_t)t * j->out->row_bytes);
+        for (int64_t s = 0; s < k; s++) {
+            const float *yr = (const float *)((const char *)j->y->data + (size_t)(t * k + s) * j->y->row_bytes);
+            for (int64_t i = 0; i < j->out->ne0; i++)
+                o[i] = s == 0 ? w[0] * yr[i] : o[i] + w[s] * yr[i];
+        }
+    }
+}
+
 static brasa_status cpu_moe_sum(bk_device *dev, const bk_tensor *y, const bk_tensor *weights, bk_tensor *out, brasa_error *err) {
-    (void)dev;
+    cpu_impl *c = dev->impl;
     const int64_t k = weights->ne0;
     if (y->ne1 != weights->ne1 * k || out->ne1 != weights->ne1 || out->ne0 != y->ne0)
         return err_set(err, BRASA_ERR_INTERNAL, "moe_sum: %lld slots for %lld tokens of %lld", (long long)y->ne1,
                        (long long)weights->ne1, (long long)k);
-    for (int64_t t = 0; t < out->ne1; t++) {
-        const float *w = (const float *)((const char *)weights->data + (size_t)t * weights->row_bytes);
-        float *o = (float *)((char *)out->data + (size_t)t * out->row_bytes);
-        for (int64_t j = 0; j < k; j++) {
-            const float *yr = (const float *)((const char *)y->data + (size_t)(t * k + j) * y->row_bytes);
-            for (int64_t i = 0; i < out->ne0; i++)
-                o[i] = j == 0 ? w[0] * yr[i] : o[i] + w[j] * yr[i];
-        }
-    }
+    moe_sum_job job = { y, weights, out };
+    /* a token's sum is one thread's, in slot order: the same bits split or not */
+    if ((uint64_t)y->ne1 * (uint64_t)y->ne0 * sizeof(float) >= MOE_MOVE_PARALLEL_BYTES)
+        pool_run(c->pool, moe_sum_part, &job);
+    else
+        moe_sum_part(&job, 0, 1);
     return BRASA_OK;
 }
 
