@@ -11,8 +11,8 @@
 #include "tools/devices.h"
 
 static const char usage[] =
-    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [--kv-type T] [--device DEV]\n"
-    "                   [--gpu-layers N|auto|all] [--json]\n"
+    "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [-b N] [--kv-type T]\n"
+    "                   [--device DEV] [--gpu-layers N|auto|all] [--json]\n"
     "\n"
     "Measures prompt processing (ppN: N prompt tokens at once) and token generation (tgN: N tokens\n"
     "one at a time) in tokens/s, as mean ± sd over N repetitions after a warm-up. LISTs are\n"
@@ -26,6 +26,7 @@ static const char usage[] =
     "                     batching, as brasa serve --parallel; default 1): tgN xS counts all tokens\n"
     "  -r N               repetitions (default 5)\n"
     "  -t LIST            thread counts (default: one per core)\n"
+    "  -b N               prompt tokens per forward pass (default 64)\n"
     "  --kv-type T        KV cache: f16 (default) or f32\n"
     "  --device DEV       cpu (default), cuda, hip, cuda:N, hip:N\n"
     "  --gpu-layers N     with a GPU: auto (default, what fits), all, or the last N layers\n"
@@ -131,6 +132,7 @@ int cmd_bench(int argc, char **argv) {
     int64_t reps = 5;
     bool json = false;
     int32_t kv_type = BRASA_KV_F16;
+    int64_t batch = 0;
     const char *device = NULL;
     int32_t gpu_layers = BRASA_GPU_LAYERS_AUTO, gpu_layers_used = 0, tuned = 0;
     for (int i = 1; i < argc; i++) {
@@ -162,6 +164,10 @@ int cmd_bench(int argc, char **argv) {
         } else if (strcmp(a, "--gpu-layers") == 0) {
             if (!v || !cli_parse_gpu_layers(v, &gpu_layers))
                 return cli_usage_error("bench", usage, "--gpu-layers needs auto, all or a number of layers");
+            i++;
+        } else if (strcmp(a, "-b") == 0) {
+            if (!v || !cli_parse_i64(v, 1, 4096, &batch))
+                return cli_usage_error("bench", usage, "-b needs a number of tokens from 1 to 4096");
             i++;
         } else if (strcmp(a, "-r") == 0) {
             if (!v || !cli_parse_i64(v, 1, 1000, &reps))
@@ -213,6 +219,7 @@ int cmd_bench(int argc, char **argv) {
         cp.n_threads = (int32_t)threads.v[ti];
         cp.n_seq = (int32_t)max_seqs;
         cp.kv_type = kv_type;
+        cp.n_batch = (int32_t)batch;
         cp.device = device;
         cp.gpu_layers = gpu_layers;
         if (tty) {

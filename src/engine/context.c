@@ -133,10 +133,11 @@ static bool is_product_weight(const arch_weights *w, const bk_tensor *t) {
  * the rest for its kernels (all the products of a model reach only part of a mixture's experts in
  * the first tokens, so lazily each new expert would stall one). */
 static brasa_status prepare_weights(brasa_context *c, const brasa_context_params *p, brasa_error *err) {
-    size_t n_all = 0, n_gpu = 0;
+    size_t n_gpu = 0;
     const brasa_model *m = c->model;
-    n_all = offload_gpu_tensors(&m->hp, &m->weights, 0, NULL, 0);
-    const bk_tensor **all = malloc((n_all ? n_all : 1) * sizeof *all), **gpu = c->gpu_layers > 0 ? gpu_tensor_list(c, &n_gpu) : NULL;
+    const size_t n_all = offload_gpu_tensors(&m->hp, &m->weights, 0, NULL, 0);
+    const bk_tensor **all = malloc((n_all ? n_all : 1) * sizeof(const bk_tensor *));
+    const bk_tensor **gpu = c->gpu_layers > 0 ? gpu_tensor_list(c, &n_gpu) : NULL;
     if (!all || (c->gpu_layers > 0 && !gpu)) {
         free(all);
         free(gpu);

@@ -968,7 +968,8 @@ __global__ void gk_moe_group_kernel(const int32_t *ids, int64_t ids_stride, int6
     __shared__ int32_t chunk[GK_BLOCK_THREADS];    /* the chunk's experts, -1 for none */
     __shared__ int32_t part[GK_BLOCK_THREADS][2];  /* the scan: slots and chosen experts up to each thread's share */
     int32_t *offsets = groups + 1, *active = offsets + n_expert + 1, *perm = active + n_expert;
-    const int tid = (int)threadIdx.x, threads = (int)blockDim.x;
+    /* launched with GK_BLOCK_THREADS threads, the size of the shared arrays */
+    const int tid = (int)threadIdx.x, threads = GK_BLOCK_THREADS;
     const int64_t n_slots = n_tok * k;
     for (int e = tid; e < n_expert; e += threads)
         count[e] = 0;
