@@ -249,8 +249,8 @@ brasa_status arch_read_hparams(const gguf_file *f, const arch_def *def, arch_hpa
     get_f32(f, arch, "final_logit_softcapping", &hp->final_softcap);
     if (hp->attn_softcap < 0 || hp->final_softcap < 0)
         return err_set(err, BRASA_ERR_FORMAT, "softcapping values must not be negative");
-    hp->ffn_act = BK_ACT_SILU;
-    hp->rope_mode = BK_ROPE_NORMAL;
+    hp->ffn_act = def ? def->ffn_act : BK_ACT_SILU;
+    hp->rope_mode = def ? def->rope_mode : BK_ROPE_NORMAL;
     if ((st = read_experts(f, arch, hp, moe, err)) != BRASA_OK)
         return st;
     /* the vocabulary's size is the embedding table's rows (the head's, which the binding checks) */

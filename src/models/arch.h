@@ -107,6 +107,8 @@ typedef struct arch_def {
     const char *name;   /* general.architecture */
     unsigned required;  /* the layer tensor groups every layer has */
     unsigned optional;  /* groups taken when the file has them */
+    bk_rope_mode rope_mode;
+    bk_act ffn_act;
     /* The architecture's own hyper-parameters and constants, after the common ones; may be NULL. */
     brasa_status (*hparams)(const gguf_file *f, arch_hparams *hp, brasa_error *err);
     brasa_status (*forward)(struct fwd *f);

@@ -13,8 +13,6 @@
 #define GEMMA3_ROPE_BASE_LOCAL 10000.0f
 
 static brasa_status gemma3_hparams(const gguf_file *f, arch_hparams *hp, brasa_error *err) {
-    hp->rope_mode = BK_ROPE_NEOX;
-    hp->ffn_act = BK_ACT_GELU_TANH;
     hp->embd_scale = sqrtf((float)hp->n_embd);
     if (!gguf_find(f, "gemma3.attention.sliding_window_pattern"))
         hp->swa_pattern = GEMMA3_SWA_PATTERN;
@@ -46,4 +44,4 @@ static brasa_status gemma3_forward(fwd *f) {
 }
 
 const arch_def arch_gemma3 = { "gemma3", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_POST_NORMS | ARCH_T_FFN, ARCH_T_QKV_BIAS,
-                               gemma3_hparams, gemma3_forward };
+                               BK_ROPE_NEOX, BK_ACT_GELU_TANH, gemma3_hparams, gemma3_forward };

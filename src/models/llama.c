@@ -4,12 +4,5 @@
  * frequency divisors (rope_freqs.weight), which the attention block applies wherever present. */
 #include "models/decoder.h"
 
-static brasa_status llama_hparams(const gguf_file *f, arch_hparams *hp, brasa_error *err) {
-    (void)f;
-    (void)err;
-    hp->rope_mode = BK_ROPE_NORMAL;
-    hp->ffn_act = BK_ACT_SILU;
-    return BRASA_OK;
-}
-
-const arch_def arch_llama = { "llama", ARCH_T_ATTN | ARCH_T_FFN, ARCH_T_QKV_BIAS, llama_hparams, fwd_standard_decoder };
+const arch_def arch_llama = { "llama", ARCH_T_ATTN | ARCH_T_FFN, ARCH_T_QKV_BIAS, BK_ROPE_NORMAL, BK_ACT_SILU, NULL,
+                              fwd_standard_decoder };

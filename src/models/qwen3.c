@@ -6,21 +6,16 @@
  * models' norm_topk_prob), each a SwiGLU FFN of expert_feed_forward_length, no shared expert. */
 #include "models/decoder.h"
 
-static brasa_status qwen3_hparams(const gguf_file *f, arch_hparams *hp, brasa_error *err) {
-    (void)f;
+/* The router's weights are renormalized unless the file says otherwise (llama.cpp's converter
+ * writes no key for it; the released models' norm_topk_prob is true). */
+static brasa_status qwen3moe_hparams(const gguf_file *f, arch_hparams *hp, brasa_error *err) {
     (void)err;
-    hp->rope_mode = BK_ROPE_NEOX;
-    hp->ffn_act = BK_ACT_SILU;
+    if (!gguf_find(f, "qwen3moe.expert_weights_norm"))
+        hp->expert_weights_norm = true;
     return BRASA_OK;
 }
 
-static brasa_status qwen3moe_hparams(const gguf_file *f, arch_hparams *hp, brasa_error *err) {
-    const gguf_kv *norm = gguf_find(f, "qwen3moe.expert_weights_norm");
-    hp->expert_weights_norm = norm && norm->type == GGUF_TYPE_BOOL ? gguf_kv_int_at(norm, 0) != 0 : true;
-    return qwen3_hparams(f, hp, err);
-}
-
-const arch_def arch_qwen3 = { "qwen3", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_FFN, ARCH_T_QKV_BIAS, qwen3_hparams,
-                              fwd_standard_decoder };
-const arch_def arch_qwen3moe = { "qwen3moe", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_MOE, ARCH_T_QKV_BIAS, qwen3moe_hparams,
-                                 fwd_standard_decoder };
+const arch_def arch_qwen3 = { "qwen3", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_FFN, ARCH_T_QKV_BIAS, BK_ROPE_NEOX, BK_ACT_SILU,
+                              NULL, fwd_standard_decoder };
+const arch_def arch_qwen3moe = { "qwen3moe", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_MOE, ARCH_T_QKV_BIAS, BK_ROPE_NEOX,
+                                 BK_ACT_SILU, qwen3moe_hparams, fwd_standard_decoder };
