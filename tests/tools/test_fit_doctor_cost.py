@@ -123,7 +123,7 @@ def kv_expected(path, n_ctx, value_bytes=2.0, aligned=True):
 
 # A prompt long enough that a mixture of experts routes its tokens to every expert (8 of 128 per
 # token: an expert escapes ~200 tokens with odds (1 - 1/16)^200), so that all its weights are in
-# memory, as in a server's steady state; a dense model reads all of them for any prompt.
+# memory, as in a server's steady state; a dense model reads all of them for any prompt ("Hello").
 MEMORY_PROMPT = " ".join(f"Item {i}: the {w} of the day." for i, w in
                          enumerate(["weather", "news", "market", "game", "song", "word", "plan", "meal"] * 5))
 
@@ -131,8 +131,10 @@ MEMORY_PROMPT = " ".join(f"Item {i}: the {w} of the day." for i, w in
 def check_memory(a, models):
     for path in models:
         name = os.path.basename(path)
+        info = run_json(f"info {name}", [a.brasa, "info", path, "--json"])
+        prompt = MEMORY_PROMPT if info and info.get("n_expert", 0) > 0 else "Hello"
         for ctx in (512, 4096, 16384):
-            peak = peak_rss([a.brasa, "run", "-m", path, "--ctx", str(ctx), "-p", MEMORY_PROMPT, "-n", "2", "--temp", "0"])
+            peak = peak_rss([a.brasa, "run", "-m", path, "--ctx", str(ctx), "-p", prompt, "-n", "2", "--temp", "0"])
             doc = run_json(f"fit {name} ctx {ctx}", [a.brasa, "fit", path, "--device", "cpu", "--ctx", str(ctx), "--json"])
             if not expect(f"run {name} ctx {ctx}", peak is not None, "brasa run failed") or not doc:
                 continue
