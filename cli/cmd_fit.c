@@ -157,7 +157,7 @@ static void print_plan(const fit_model *m, const devtab_device *d, const fit_res
     printf(" usable: %s\n\n", r->fits ? "fits" : "does NOT fit");
     if (r->max_ctx > 0)
         printf("longest context that fits: %d tokens%s\n", r->max_ctx,
-               m->n_ctx_train > 0 && r->max_ctx == m->n_ctx_train ? " (the whole trained context)" : "");
+               m->hp.n_ctx_train > 0 && r->max_ctx == m->hp.n_ctx_train ? " (the whole trained context)" : "");
     else
         printf("longest context that fits: none, the weights alone are too large\n");
     if (!r->fits && d->kind == DEVTAB_GPU) {
@@ -187,7 +187,7 @@ static void json_plan(const fit_model *m, const devtab_device *d, const fit_resu
     printf(", \"from_file\": %s, \"n_params\": %.0f, \"n_params_active\": %.0f, \"n_layer\": %d, \"n_head_kv\": %d, "
            "\"head_dim\": %d, \"sliding_window\": %d, \"n_ctx_train\": %d, \"bytes_per_token\": %llu, \"shape_note\": ",
            m->from_file ? "true" : "false", m->n_params, m->n_params_active, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim,
-           m->hp.sliding_window, m->n_ctx_train, (unsigned long long)m->bytes_per_token);
+           m->hp.sliding_window, m->hp.n_ctx_train, (unsigned long long)m->bytes_per_token);
     json_cstr(stdout, m->shape_note);
     printf("}, \"device\": {\"name\": ");
     json_cstr(stdout, d->name);

@@ -128,49 +128,65 @@ static bool is_product_weight(const arch_weights *w, const bk_tensor *t) {
     return t->ne1 > 1 && (t->data != w->tok_embd.data || w->output.data == w->tok_embd.data);
 }
 
+/* The product weights the CPU's layers use, in an array the caller frees (NULL when out of
+ * memory): every one when it runs every layer (the head too), else those of the layers before the
+ * GPU's. */
+static const bk_tensor **cpu_tensor_list(const brasa_context *c, size_t *n) {
+    const brasa_model *m = c->model;
+    const int32_t first_gpu = m->hp.n_layer - c->gpu_layers;
+    size_t cap = c->gpu_layers == 0 ? offload_gpu_tensors(&m->hp, &m->weights, 0, NULL, 0)
+                                    : (size_t)first_gpu * (size_t)arch_layer_tensor_count;
+    const bk_tensor **list = malloc((cap ? cap : 1) * sizeof(const bk_tensor *));
+    *n = 0;
+    if (!list)
+        return NULL;
+    if (c->gpu_layers == 0)
+        cap = offload_gpu_tensors(&m->hp, &m->weights, 0, list, cap);
+    else
+        for (int32_t il = 0; il < first_gpu; il++)
+            for (int i = 0; i < arch_layer_tensor_count; i++)
+                list[il * arch_layer_tensor_count + i] = arch_layer_tensor(&m->weights.layers[il], i);
+    for (size_t i = 0; i < cap; i++)
+        if (list[i]->data && is_product_weight(&m->weights, list[i]))
+            list[(*n)++] = list[i];
+    return list;
+}
+
+/* Readies n tensors on dev (its keep op), counting their bytes into *done for progress over total. */
+static brasa_status keep_tensors(bk_device *dev, const bk_tensor **list, size_t n, uint64_t total, uint64_t *done,
+                                 const brasa_context_params *p, brasa_error *err) {
+    for (size_t i = 0; dev && dev->ops->keep && i < n; i++) {
+        brasa_status st = dev->ops->keep(dev, list[i], err);
+        if (st != BRASA_OK)
+            return st;
+        *done += bk_bytes(list[i]);
+        if (p->progress)
+            p->progress(total ? (float)((double)*done / (double)total) : 1.0f, p->progress_user_data);
+    }
+    return BRASA_OK;
+}
+
 /* Readies every place's weights on its device now, with progress, rather than during the first
  * tokens: the GPU copies its layers' weights to its memory, the CPU lays out the product weights of
- * the rest for its kernels (all the products of a model reach only part of a mixture's experts in
- * the first tokens, so lazily each new expert would stall one). */
+ * the rest for its kernels (the first tokens reach only part of a mixture's experts, so lazily each
+ * new expert would stall one). */
 static brasa_status prepare_weights(brasa_context *c, const brasa_context_params *p, brasa_error *err) {
-    size_t n_gpu = 0;
-    const brasa_model *m = c->model;
-    const size_t n_all = offload_gpu_tensors(&m->hp, &m->weights, 0, NULL, 0);
-    const bk_tensor **all = malloc((n_all ? n_all : 1) * sizeof(const bk_tensor *));
+    size_t n_cpu = 0, n_gpu = 0;
+    const bk_tensor **cpu = c->cpu ? cpu_tensor_list(c, &n_cpu) : NULL;
     const bk_tensor **gpu = c->gpu_layers > 0 ? gpu_tensor_list(c, &n_gpu) : NULL;
-    if (!all || (c->gpu_layers > 0 && !gpu)) {
-        free(all);
-        free(gpu);
-        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
-    }
-    offload_gpu_tensors(&m->hp, &m->weights, 0, all, n_all);
-    /* the CPU's: product weights the GPU does not hold (its list is short: a linear search) */
-    size_t n_cpu = 0;
-    for (size_t i = 0; c->cpu && i < n_all; i++) {
-        bool on_gpu = false;
-        for (size_t j = 0; j < n_gpu && !on_gpu; j++)
-            on_gpu = gpu[j] == all[i];
-        if (!on_gpu && is_product_weight(&m->weights, all[i]))
-            all[n_cpu++] = all[i];
-    }
+    brasa_status st = BRASA_OK;
+    if ((c->cpu && !cpu) || (c->gpu_layers > 0 && !gpu))
+        st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     uint64_t total = 0, done = 0;
-    for (size_t i = 0; i < n_cpu; i++)
-        total += bk_bytes(all[i]);
+    for (size_t i = 0; c->cpu && c->cpu->ops->keep && i < n_cpu; i++)
+        total += bk_bytes(cpu[i]);
     for (size_t i = 0; c->gpu_dev && c->gpu_dev->ops->keep && i < n_gpu; i++)
         total += bk_bytes(gpu[i]);
-    brasa_status st = BRASA_OK;
-    for (int place = 0; place < 2 && st == BRASA_OK; place++) {
-        bk_device *dev = place == 0 ? c->cpu : c->gpu_dev;
-        const bk_tensor **list = place == 0 ? all : gpu;
-        const size_t n = place == 0 ? n_cpu : n_gpu;
-        for (size_t i = 0; dev && dev->ops->keep && i < n && st == BRASA_OK; i++) {
-            st = dev->ops->keep(dev, list[i], err);
-            done += bk_bytes(list[i]);
-            if (p->progress && st == BRASA_OK)
-                p->progress(total ? (float)((double)done / (double)total) : 1.0f, p->progress_user_data);
-        }
-    }
-    free(all);
+    if (st == BRASA_OK)
+        st = keep_tensors(c->cpu, cpu, n_cpu, total, &done, p, err);
+    if (st == BRASA_OK)
+        st = keep_tensors(c->gpu_dev, gpu, n_gpu, total, &done, p, err);
+    free(cpu);
     free(gpu);
     return st;
 }
@@ -238,7 +254,7 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         return err_set(err, BRASA_ERR_UNSUPPORTED, "cannot run this model: %s", m->run_error);
     const arch_hparams *hp = &m->hp;
     layout_plan plan;
-    brasa_status st = layout_plan_context(hp, m->desc.n_ctx_train, params, &plan, err);
+    brasa_status st = layout_plan_context(hp, params, &plan, err);
     if (st != BRASA_OK)
         return st;
     const brasa_context_params p = plan.params;

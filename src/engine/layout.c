@@ -35,8 +35,9 @@ uint64_t layout_layer_kv_bytes(const arch_hparams *hp, int il, const brasa_conte
     return 2 * (uint64_t)p->n_seq * layout_bytes(KV, arch_kv_rows(hp, il, p->n_ctx, p->n_batch), kv_elem);
 }
 
-brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, const brasa_context_params *params,
-                                 layout_plan *out, brasa_error *err) {
+brasa_status layout_plan_context(const arch_hparams *hp, const brasa_context_params *params, layout_plan *out,
+                                 brasa_error *err) {
+    const int32_t n_ctx_train = hp->n_ctx_train;
     memset(out, 0, sizeof *out);
     brasa_context_params p = params ? *params : brasa_context_default_params();
     if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0 || p.n_seq < 0)

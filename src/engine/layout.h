@@ -23,10 +23,10 @@ typedef struct layout_plan {
     uint64_t logit_bytes;        /* each sequence's last logits */
 } layout_plan;
 
-/* Resolves the defaults of params (n_ctx from the trained context, batch, threads, sequences),
+/* Resolves the defaults of params (n_ctx from hp's trained context, batch, threads, sequences),
  * checks the limits, and sizes the buffers. */
-brasa_status layout_plan_context(const arch_hparams *hp, int32_t n_ctx_train, const brasa_context_params *params,
-                                 layout_plan *out, brasa_error *err);
+brasa_status layout_plan_context(const arch_hparams *hp, const brasa_context_params *params, layout_plan *out,
+                                 brasa_error *err);
 
 /* Bytes of one tensor of `rows` rows of n values of elem_bytes each, as the context carves it
  * (64-byte aligned); layout_f32_bytes for f32 activations. */

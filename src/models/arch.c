@@ -128,8 +128,12 @@ static brasa_status read_rope_scaling(const gguf_file *f, const char *arch, arch
     hp->rope_scaling_factor = has_factor ? factor : 0.0f;
     hp->rope_freq_scale = 1.0f;
     hp->yarn_mscale = 1.0f;
-    if (strcmp(name, "") == 0 || strcmp(name, "none") == 0 || strcmp(name, "llama3") == 0) {
-        if (has_factor && factor != 1.0f && factor != 0.0f && strcmp(name, "llama3") != 0)
+    if (strcmp(name, "llama3") == 0) {
+        hp->rope_scaling = ARCH_ROPE_SCALING_LLAMA3; /* the binding requires its tensor */
+        return BRASA_OK;
+    }
+    if (strcmp(name, "") == 0 || strcmp(name, "none") == 0) {
+        if (has_factor && factor != 1.0f && factor != 0.0f)
             return err_set(err, BRASA_ERR_FORMAT, "rope scaling factor %g is given without a scaling type", (double)factor);
         hp->rope_scaling = ARCH_ROPE_SCALING_NONE;
         return BRASA_OK;
@@ -324,10 +328,7 @@ brasa_status arch_bind_weights(const gguf_file *f, const arch_def *def, const ar
                 return err_set(err, BRASA_ERR_FORMAT, "rope_freqs.weight[%lld] is %g; frequency divisors must be positive",
                                (long long)i, (double)factors[i]);
     }
-    gguf_str type = { "", 0 };
-    char key[96];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", def->name);
-    if (gguf_get_str(f, key, &type) && type.len == 6 && memcmp(type.data, "llama3", 6) == 0 && !w->rope_freqs.data)
+    if (hp->rope_scaling == ARCH_ROPE_SCALING_LLAMA3 && !w->rope_freqs.data)
         return err_set(err, BRASA_ERR_FORMAT, "rope scaling 'llama3' needs the rope_freqs.weight tensor, which is missing");
     w->layers = calloc((size_t)hp->n_layer, sizeof *w->layers);
     if (!w->layers)

@@ -21,6 +21,7 @@
 typedef enum arch_rope_scaling {
     ARCH_ROPE_SCALING_NONE,
     ARCH_ROPE_SCALING_LINEAR, /* every frequency divided by the factor */
+    ARCH_ROPE_SCALING_LLAMA3, /* per-pair divisors from rope_freqs.weight (which any type applies when present) */
     ARCH_ROPE_SCALING_YARN    /* low frequencies interpolated, high ones kept, a ramp between, and a magnitude factor */
 } arch_rope_scaling;
 

@@ -106,10 +106,7 @@ brasa_status fit_model_from_file(const char *path, fit_model *m, brasa_error *er
         gguf_close(f);
         return err_set(err, BRASA_ERR_FORMAT, "%s: cannot read the model's shape: %s", path, msg);
     }
-    m->n_ctx_train = m->hp.n_ctx_train;
-    m->n_expert = m->hp.n_expert;
-    m->n_expert_used = m->hp.n_expert_used;
-    const double expert_share = m->n_expert > 0 ? (double)m->n_expert_used / m->n_expert : 1.0;
+    const double expert_share = m->hp.n_expert > 0 ? (double)m->hp.n_expert_used / m->hp.n_expert : 1.0;
 
     uint64_t data_start = gguf_file_size(f);
     bool tied = true;
@@ -183,7 +180,7 @@ brasa_status fit_model_from_desc(double params, double bits, double active_param
     hp->n_vocab = c->n_vocab;
     hp->sliding_window = c->sliding_window;
     hp->swa_pattern = c->swa_pattern;
-    m->n_ctx_train = c->n_ctx_train;
+    hp->n_ctx_train = c->n_ctx_train;
     m->n_params = params;
     m->n_params_active = active_params;
     m->weight_bytes = (uint64_t)(params * bits / 8);
@@ -236,7 +233,7 @@ static bool size_at(const fit_model *m, const fit_request *r, int32_t n_ctx, con
     p.n_seq = r->n_parallel;
     p.n_threads = r->n_threads;
     layout_plan plan;
-    if (layout_plan_context(&m->hp, m->n_ctx_train, &p, &plan, err) != BRASA_OK)
+    if (layout_plan_context(&m->hp, &p, &plan, err) != BRASA_OK)
         return false;
     out->n_batch = plan.params.n_batch;
     out->kv = fit_kv_bytes(m, plan.params.n_ctx, plan.params.n_seq, plan.params.n_batch, r->kv_type);
@@ -267,7 +264,7 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
     if (!size_at(m, &r, r.n_ctx, d, &sz, err))
         return err->status;
     if (r.n_ctx == 0)
-        r.n_ctx = m->n_ctx_train > 0 && m->n_ctx_train < LAYOUT_DEFAULT_MAX_CTX ? m->n_ctx_train : LAYOUT_DEFAULT_MAX_CTX;
+        r.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < LAYOUT_DEFAULT_MAX_CTX ? m->hp.n_ctx_train : LAYOUT_DEFAULT_MAX_CTX;
     out->req = r;
     out->weights = m->weight_bytes - (m->embd_separate ? m->embd_bytes : 0);
     out->kv = sz.kv;
@@ -278,7 +275,7 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
     out->fits = (double)out->total <= out->usable;
 
     /* the longest context that fits whole: the total grows with the context, so bisect */
-    const int32_t cap = m->n_ctx_train > 0 ? m->n_ctx_train : 1 << 17;
+    const int32_t cap = m->hp.n_ctx_train > 0 ? m->hp.n_ctx_train : 1 << 17;
     int32_t lo = 0, hi = cap;
     while (lo < hi) {
         const int32_t mid = lo + (hi - lo + 1) / 2;

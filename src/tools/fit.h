@@ -19,9 +19,7 @@ typedef struct fit_model {
     char arch[32];
     bool from_file;
     char shape_note[192];      /* descriptions: which model's shape was assumed */
-    arch_hparams hp;           /* the shape (n_layer, heads, window...) */
-    int32_t n_ctx_train;
-    int32_t n_expert, n_expert_used; /* 0: a dense model */
+    arch_hparams hp;           /* the shape (n_layer, heads, window, trained context, experts...) */
     double n_params, n_params_active;
     uint64_t weight_bytes;     /* every tensor */
     uint64_t bytes_per_token;  /* weights one decoded token reads (MoE: the routed experts only) */
