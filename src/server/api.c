@@ -238,7 +238,14 @@ bool api_parse(api_kind kind, const char *body, size_t len, api_request *r, char
     if (kind == API_CHAT && kwargs && !cJSON_IsNull(kwargs)) {
         if (!cJSON_IsObject(kwargs))
             return fail(message, size, param, "chat_template_kwargs", "'%s' must be an object", NULL);
-        /* the template's other variables mean nothing to brasa's native formats: ignored */
+        /* brasa renders its formats natively: a template variable it does not know would be dropped
+         * unseen, so it is refused by name instead */
+        const cJSON *key = NULL;
+        cJSON_ArrayForEach(key, kwargs)
+            if (!key->string || strcmp(key->string, "enable_thinking") != 0)
+                return fail(message, size, param, "chat_template_kwargs",
+                            "'chat_template_kwargs.%s' is not supported (brasa renders chat formats natively; it takes "
+                            "enable_thinking)", key->string ? key->string : "?");
         const cJSON *think = cJSON_GetObjectItemCaseSensitive(kwargs, "enable_thinking");
         if (think && !cJSON_IsNull(think) && !cJSON_IsBool(think))
             return fail(message, size, param, "chat_template_kwargs",
