@@ -134,21 +134,25 @@ static bool is_product_weight(const arch_weights *w, const bk_tensor *t) {
 static const bk_tensor **cpu_tensor_list(const brasa_context *c, size_t *n) {
     const brasa_model *m = c->model;
     const int32_t first_gpu = m->hp.n_layer - c->gpu_layers;
-    size_t cap = c->gpu_layers == 0 ? offload_gpu_tensors(&m->hp, &m->weights, 0, NULL, 0)
-                                    : (size_t)first_gpu * (size_t)arch_layer_tensor_count;
+    const size_t cap = c->gpu_layers == 0 ? offload_gpu_tensors(&m->hp, &m->weights, 0, NULL, 0)
+                                          : (size_t)first_gpu * (size_t)arch_layer_tensor_count;
     const bk_tensor **list = malloc((cap ? cap : 1) * sizeof(const bk_tensor *));
     *n = 0;
     if (!list)
         return NULL;
-    if (c->gpu_layers == 0)
-        cap = offload_gpu_tensors(&m->hp, &m->weights, 0, list, cap);
-    else
-        for (int32_t il = 0; il < first_gpu; il++)
-            for (int i = 0; i < arch_layer_tensor_count; i++)
-                list[il * arch_layer_tensor_count + i] = arch_layer_tensor(&m->weights.layers[il], i);
-    for (size_t i = 0; i < cap; i++)
-        if (list[i]->data && is_product_weight(&m->weights, list[i]))
-            list[(*n)++] = list[i];
+    if (c->gpu_layers == 0) {
+        const size_t all = offload_gpu_tensors(&m->hp, &m->weights, 0, list, cap);
+        for (size_t i = 0; i < all; i++)
+            if (is_product_weight(&m->weights, list[i]))
+                list[(*n)++] = list[i];
+        return list;
+    }
+    for (int32_t il = 0; il < first_gpu; il++)
+        for (int i = 0; i < arch_layer_tensor_count; i++) {
+            const bk_tensor *t = arch_layer_tensor(&m->weights.layers[il], i);
+            if (t->data && is_product_weight(&m->weights, t))
+                list[(*n)++] = t;
+        }
     return list;
 }
 
@@ -175,15 +179,16 @@ static brasa_status prepare_weights(brasa_context *c, const brasa_context_params
     const bk_tensor **cpu = c->cpu ? cpu_tensor_list(c, &n_cpu) : NULL;
     const bk_tensor **gpu = c->gpu_layers > 0 ? gpu_tensor_list(c, &n_gpu) : NULL;
     brasa_status st = BRASA_OK;
-    if ((c->cpu && !cpu) || (c->gpu_layers > 0 && !gpu))
-        st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     uint64_t total = 0, done = 0;
-    for (size_t i = 0; c->cpu && c->cpu->ops->keep && i < n_cpu; i++)
-        total += bk_bytes(cpu[i]);
-    for (size_t i = 0; c->gpu_dev && c->gpu_dev->ops->keep && i < n_gpu; i++)
-        total += bk_bytes(gpu[i]);
-    if (st == BRASA_OK)
+    if ((c->cpu && !cpu) || (c->gpu_layers > 0 && !gpu)) {
+        st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    } else {
+        for (size_t i = 0; cpu && c->cpu->ops->keep && i < n_cpu; i++)
+            total += bk_bytes(cpu[i]);
+        for (size_t i = 0; gpu && c->gpu_dev->ops->keep && i < n_gpu; i++)
+            total += bk_bytes(gpu[i]);
         st = keep_tensors(c->cpu, cpu, n_cpu, total, &done, p, err);
+    }
     if (st == BRASA_OK)
         st = keep_tensors(c->gpu_dev, gpu, n_gpu, total, &done, p, err);
     free(cpu);
