@@ -48,7 +48,7 @@ static size_t totals_by_type(const brasa_model *m, type_total *totals, size_t ca
 static const char *vocab_kind(brasa_vocab_type t) {
     switch (t) {
     case BRASA_VOCAB_SPM: return "SentencePiece-style (scores, byte fallback)";
-    case BRASA_VOCAB_BPE: return "byte-level BPE (merges)";
+    case BRASA_VOCAB_BPE: return "BPE (merges)";
     default: return "none usable";
     }
 }

@@ -23,6 +23,7 @@ set(BRASA_LIB_SOURCES
   src/tokenizer/unicode_tables.c
   src/tokenizer/vocab.c
   src/tokenizer/pretok.c
+  src/tokenizer/regex.c
   src/tokenizer/tok_bpe.c
   src/tokenizer/tok_spm.c
   src/tokenizer/tokenizer.c

@@ -83,7 +83,7 @@ void brasa_model_free(brasa_model *model);
 typedef enum brasa_vocab_type {
     BRASA_VOCAB_NONE = 0, /* the file carries no usable tokenizer */
     BRASA_VOCAB_SPM = 1,  /* SentencePiece-style: scores and byte fallback (tokenizer.ggml.model = llama) */
-    BRASA_VOCAB_BPE = 2   /* byte-level BPE with merges (tokenizer.ggml.model = gpt2) */
+    BRASA_VOCAB_BPE = 2   /* BPE with merges: byte-level (tokenizer.ggml.model = gpt2) or over UTF-8 (gemma4) */
 } brasa_vocab_type;
 
 /* The shape of a model, read from its metadata. Zero where the file does not say. */

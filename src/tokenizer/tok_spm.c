@@ -78,10 +78,11 @@ static void consider(spm_state *st, uint32_t left) {
         heap_push(st, (spm_pair){ st->v->scores[id], left, st->len[left], st->len[right], id });
 }
 
-/* Normalizes text into out: U+0020 -> U+2581, optional leading U+2581, ill-formed bytes -> U+FFFD. */
-static bool normalize(const tok_vocab *v, const char *text, size_t n, bool at_start, buf *out) {
+/* Normalizes text into out: U+0020 -> U+2581, ill-formed bytes -> U+FFFD, and a leading U+2581 when the
+ * vocabulary adds one (to every stretch of text between special tokens: see tokenizer.c). */
+static bool normalize(const tok_vocab *v, const char *text, size_t n, buf *out) {
     static const char space_marker[] = "\xe2\x96\x81";
-    if (at_start && v->add_space_prefix && !buf_append(out, space_marker, 3))
+    if (v->add_space_prefix && !buf_append(out, space_marker, 3))
         return false;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
@@ -119,9 +120,9 @@ static bool emit_symbol(const spm_state *st, uint32_t i, ivec *out) {
     return true;
 }
 
-bool tok_spm_encode(const tok_vocab *v, const char *text, size_t n, bool at_start, ivec *out) {
+bool tok_spm_encode(const tok_vocab *v, const char *text, size_t n, ivec *out) {
     buf norm = { 0 };
-    if (!normalize(v, text, n, at_start, &norm))
+    if (!normalize(v, text, n, &norm))
         return false;
     size_t m = norm.len;
     if (m == 0)

@@ -50,10 +50,10 @@ static int32_t special_at(const tok_vocab *v, const char *text, size_t i, size_t
     return -1;
 }
 
-static bool encode_plain(const tok_vocab *v, const char *text, size_t n, bool at_start, ivec *out) {
+static bool encode_plain(const tok_vocab *v, const char *text, size_t n, ivec *out) {
     if (n == 0)
         return true;
-    return v->type == BRASA_VOCAB_BPE ? tok_bpe_encode(v, text, n, out) : tok_spm_encode(v, text, n, at_start, out);
+    return v->type == BRASA_VOCAB_BPE ? tok_bpe_encode(v, text, n, out) : tok_spm_encode(v, text, n, out);
 }
 
 static brasa_status encode(const tok_vocab *v, const char *text, size_t n, unsigned flags, const control_rule *rule,
@@ -69,12 +69,15 @@ static brasa_status encode(const tok_vocab *v, const char *text, size_t n, unsig
             i++;
             continue;
         }
-        if (!encode_plain(v, text + plain, i - plain, plain == 0, out) || !ivec_push(out, id))
+        /* every stretch of text opens after the start or a special token, and SentencePiece gives
+         * each its leading space (llama.cpp's rule; Hugging Face's Prepend normalizer does the same
+         * for each stretch between added tokens) */
+        if (!encode_plain(v, text + plain, i - plain, out) || !ivec_push(out, id))
             return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while tokenizing");
         i += v->len[id];
         plain = i;
     }
-    if (!encode_plain(v, text + plain, n - plain, plain == 0, out))
+    if (!encode_plain(v, text + plain, n - plain, out))
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while tokenizing");
     if ((flags & BRASA_TOKENIZE_ADD_BOS) && v->add_eos && v->eos >= 0 && !ivec_push(out, v->eos))
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while tokenizing");
@@ -148,7 +151,7 @@ bool tok_decode_append(const tok_vocab *v, brasa_token t, unsigned flags, bool a
     case TOK_ATTR_USER_DEFINED:
         return buf_append(out, s, n);
     case TOK_ATTR_BYTE:
-        if (v->type == BRASA_VOCAB_SPM && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' &&
+        if (!v->byte_level && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' &&
             hex_digit(s[3]) >= 0 && hex_digit(s[4]) >= 0) {
             char b = (char)(hex_digit(s[3]) * 16 + hex_digit(s[4]));
             return buf_append(out, &b, 1);
@@ -157,7 +160,7 @@ bool tok_decode_append(const tok_vocab *v, brasa_token t, unsigned flags, bool a
     default:
         break;
     }
-    if (v->type == BRASA_VOCAB_BPE)
+    if (v->byte_level)
         return decode_byte_level(v, s, n, out);
     return decode_spm(s, n, at_start && v->add_space_prefix, out);
 }

@@ -1,6 +1,6 @@
 /* tokenizer.h: text <-> tokens for a loaded vocabulary. Encoding first cuts out special tokens
  * (user-defined ones always, control ones only when asked), then runs the model's algorithm on the
- * text between: byte-level BPE (tok_bpe.c) or SentencePiece-style merging by score (tok_spm.c). */
+ * text between: BPE with merges (tok_bpe.c) or SentencePiece-style merging by score (tok_spm.c). */
 #ifndef BRASA_TOKENIZER_H
 #define BRASA_TOKENIZER_H
 
@@ -27,7 +27,7 @@ bool tok_decode_append(const tok_vocab *v, brasa_token t, unsigned flags, bool a
 
 /* The algorithms, on text that holds no special token. */
 bool tok_bpe_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
-bool tok_spm_encode(const tok_vocab *v, const char *text, size_t n, bool at_start, ivec *out);
+bool tok_spm_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
 
 /* The API's buffer convention: sets *n_tokens to ids->len and copies the ids into tokens when they
  * fit in capacity, else returns BRASA_ERR_BUFFER_TOO_SMALL. */

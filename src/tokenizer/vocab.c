@@ -13,29 +13,14 @@
 #include "core/error.h"
 #include "core/utf8.h"
 
-/* GPT-2's reversible byte <-> code point map: printable Latin-1 bytes stand for themselves, the
- * other 68 bytes take code points 256.. in order, so every byte has a visible character. */
+/* The byte-level map and its inverse. */
 static void build_byte_map(tok_vocab *v) {
-    uint32_t next = 256;
-    for (int b = 0; b < 256; b++) {
-        bool printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-        v->byte_cp[b] = printable ? (uint32_t)b : next++;
-    }
+    pretok_byte_map(v->byte_cp);
     for (int i = 0; i < 324; i++)
         v->cp_byte[i] = -1;
     for (int b = 0; b < 256; b++)
         v->cp_byte[v->byte_cp[b]] = (int16_t)b;
 }
-
-static const struct {
-    const char *name;
-    tok_pre pre;
-} pre_names[] = {
-    { "default", TOK_PRE_GPT2 }, { "gpt-2", TOK_PRE_GPT2 }, { "gpt2", TOK_PRE_GPT2 },
-    { "smollm", TOK_PRE_SMOLLM },
-    { "qwen2", TOK_PRE_QWEN2 },
-    { "llama3", TOK_PRE_LLAMA3 }, { "llama-bpe", TOK_PRE_LLAMA3 }, { "llama-v3", TOK_PRE_LLAMA3 },
-};
 
 static bool str_is(const gguf_str *s, const char *lit) {
     return s->len == strlen(lit) && memcmp(s->data, lit, s->len) == 0;
@@ -227,6 +212,56 @@ static brasa_token guess_eot(const tok_vocab *v) {
     return v->eos;
 }
 
+/* The tokenizer model and pre-tokenizer, and the defaults the GGUF keys may leave unset, as
+ * llama.cpp (the reference for what GGUF tokenizer metadata means) sets them for each model:
+ * - llama (SentencePiece): add_space_prefix true (Llama 2, Mistral and Phi-3 files often omit the
+ *   key and were trained with the leading "\u2581"; Gemma's files say false), BOS added, EOS not;
+ *   unknown, BOS and EOS are ids 0, 1 and 2 unless the file names others; pieces missing from the
+ *   vocabulary fall back to <0xXX> byte tokens when the vocabulary has them.
+ * - gpt2 (byte-level BPE): no leading space; BOS added only for the pre-tokenizers marked
+ *   PRETOK_ADD_BOS (Llama 3, tekken), whose files normally say so anyway; no special ids unless the
+ *   file names them; no tokenizer.ggml.pre means GPT-2's own split.
+ * - gemma4 (BPE over UTF-8 with U+2581 for spaces, as the gpt2 pre-tokenizers marked
+ *   PRETOK_RAW_UTF8 are too): its own split, <0xXX> byte fallback, no BOS unless the file asks.
+ * In every model, control and user-defined tokens are the special ones (tokenizer.c). */
+static brasa_status choose_model(tok_vocab *v, const gguf_str *model, const gguf_str *pre, bool has_merges,
+                                 bool has_scores, brasa_error *err) {
+    const pretok_def *def = NULL;
+    if (str_is(model, "llama")) {
+        v->type = BRASA_VOCAB_SPM;
+        v->add_space_prefix = true;
+        v->add_bos = true;
+        if (!has_scores)
+            return err_set(err, BRASA_ERR_FORMAT, "a SentencePiece (llama) tokenizer needs tokenizer.ggml.scores");
+        return BRASA_OK;
+    }
+    if (str_is(model, "gpt2")) {
+        def = pretok_find(pre->len ? pre->data : "default", pre->len ? (size_t)pre->len : 7);
+        if (!def)
+            return err_set(err, BRASA_ERR_UNSUPPORTED, "pre-tokenizer '%.*s' is not supported",
+                           (int)(pre->len > 64 ? 64 : pre->len), pre->data);
+    } else if (str_is(model, "gemma4")) {
+        def = pretok_find("gemma4", 6);
+    } else {
+        return err_set(err, BRASA_ERR_UNSUPPORTED,
+                       "tokenizer model '%.*s' is not supported (brasa knows llama, gpt2 and gemma4)",
+                       (int)(model->len > 64 ? 64 : model->len), model->data);
+    }
+    if (!has_merges)
+        return err_set(err, BRASA_ERR_FORMAT, "a %.*s tokenizer needs tokenizer.ggml.merges", (int)model->len,
+                       model->data);
+    v->type = BRASA_VOCAB_BPE;
+    v->byte_level = !(def->flags & PRETOK_RAW_UTF8);
+    if (v->byte_level)
+        build_byte_map(v);
+    v->ignore_merges = (def->flags & PRETOK_IGNORE_MERGES) != 0;
+    v->add_bos = (def->flags & PRETOK_ADD_BOS) != 0;
+    char why[200];
+    if (!pretok_init(&v->pre, def, why, sizeof why))
+        return err_set(err, BRASA_ERR_NO_MEMORY, "%s", why);
+    return BRASA_OK;
+}
+
 static brasa_status load(tok_vocab *v, const gguf_file *f, brasa_error *err) {
     gguf_str model, pre = { "", 0 };
     if (!gguf_find(f, "tokenizer.ggml.model"))
@@ -261,7 +296,14 @@ static brasa_status load(tok_vocab *v, const gguf_file *f, brasa_error *err) {
         }
     }
 
+    if ((st = choose_model(v, &model, &pre, merges != NULL, scores != NULL, err)) != BRASA_OK)
+        return st;
     v->bos = v->eos = v->eot = v->unk = v->pad = BRASA_TOKEN_NONE;
+    if (v->type == BRASA_VOCAB_SPM && v->n_tokens > 2) { /* SentencePiece's fixed ids: <unk> <s> </s> */
+        v->unk = 0;
+        v->bos = 1;
+        v->eos = 2;
+    }
     if ((st = get_special(v, f, "tokenizer.ggml.bos_token_id", &v->bos, err)) ||
         (st = get_special(v, f, "tokenizer.ggml.eos_token_id", &v->eos, err)) ||
         (st = get_special(v, f, "tokenizer.ggml.eot_token_id", &v->eot, err)) ||
@@ -275,44 +317,16 @@ static brasa_status load(tok_vocab *v, const gguf_file *f, brasa_error *err) {
         v->eot = guess_eot(v);
     if ((st = index_specials(v, err)) != BRASA_OK)
         return st;
-    for (int b = 0; b < 256; b++)
-        v->byte_token[b] = -1;
-
-    if (str_is(&model, "gpt2")) {
-        v->type = BRASA_VOCAB_BPE;
-        v->pre = TOK_PRE_NONE;
-        for (size_t i = 0; i < sizeof pre_names / sizeof pre_names[0]; i++)
-            if (str_is(&pre, pre_names[i].name))
-                v->pre = pre_names[i].pre;
-        if (pre.len == 0)
-            v->pre = TOK_PRE_GPT2;
-        if (v->pre == TOK_PRE_NONE)
-            return err_set(err, BRASA_ERR_UNSUPPORTED, "pre-tokenizer '%.*s' is not supported (brasa knows default, "
-                           "gpt-2, smollm, qwen2, llama3)", (int)(pre.len > 64 ? 64 : pre.len), pre.data);
-        if (!merges)
-            return err_set(err, BRASA_ERR_FORMAT, "a gpt2 tokenizer needs tokenizer.ggml.merges");
-        build_byte_map(v);
-        for (int b = 0; b < 256; b++) {
-            char enc[4];
-            int n = utf8_encode(v->byte_cp[b], enc);
-            v->byte_token[b] = smap_get(&v->by_text, enc, (size_t)n);
-        }
-        return load_merges(v, merges, err);
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        int n;
+        if (v->byte_level)
+            n = utf8_encode(v->byte_cp[b], name);
+        else
+            n = snprintf(name, sizeof name, "<0x%02X>", b);
+        v->byte_token[b] = smap_get(&v->by_text, name, (size_t)n);
     }
-    if (str_is(&model, "llama")) {
-        v->type = BRASA_VOCAB_SPM;
-        v->pre = TOK_PRE_NONE;
-        if (!scores)
-            return err_set(err, BRASA_ERR_FORMAT, "a SentencePiece (llama) tokenizer needs tokenizer.ggml.scores");
-        for (int b = 0; b < 256; b++) {
-            char name[8];
-            snprintf(name, sizeof name, "<0x%02X>", b);
-            v->byte_token[b] = smap_get(&v->by_text, name, strlen(name));
-        }
-        return load_merges(v, NULL, err);
-    }
-    return err_set(err, BRASA_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported (brasa knows gpt2 and llama)",
-                   (int)(model.len > 64 ? 64 : model.len), model.data);
+    return load_merges(v, v->type == BRASA_VOCAB_BPE ? merges : NULL, err);
 }
 
 brasa_status tok_vocab_load(tok_vocab *v, const gguf_file *f, brasa_error *err) {
@@ -339,5 +353,6 @@ void tok_vocab_free(tok_vocab *v) {
     smap_free(&v->special_by_text);
     smap_free(&v->by_text);
     u64map_free(&v->merges);
+    pretok_free(&v->pre);
     memset(v, 0, sizeof *v);
 }

@@ -10,6 +10,7 @@
 #include "brasa.h"
 #include "core/strmap.h"
 #include "gguf/gguf.h"
+#include "tokenizer/pretok.h"
 
 /* tokenizer.ggml.token_type values */
 typedef enum tok_attr {
@@ -21,18 +22,12 @@ typedef enum tok_attr {
     TOK_ATTR_BYTE = 6
 } tok_attr;
 
-/* Pre-tokenizer splits for byte-level BPE, chosen by tokenizer.ggml.pre. */
-typedef enum tok_pre {
-    TOK_PRE_NONE,   /* SentencePiece: no split */
-    TOK_PRE_GPT2,   /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-    TOK_PRE_SMOLLM, /* each digit apart, then GPT-2 */
-    TOK_PRE_LLAMA3, /* (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-    TOK_PRE_QWEN2   /* as LLAMA3 with single digits: \p{N} */
-} tok_pre;
-
 typedef struct tok_vocab {
     brasa_vocab_type type;
-    tok_pre pre;
+    pretok pre;         /* BPE: the split before merging (none for SentencePiece) */
+    bool byte_level;    /* BPE: symbols are bytes in GPT-2's printable map; else UTF-8 characters with
+                         * <0xXX> tokens for bytes that have no piece (Gemma 4) and spaces as U+2581 */
+    bool ignore_merges; /* BPE: a piece that is a token is taken whole (PRETOK_IGNORE_MERGES) */
     int32_t n_tokens;
     const char **text;  /* (n_tokens) NUL-terminated copies */
     uint32_t *len;      /* (n_tokens) byte lengths */
@@ -41,7 +36,8 @@ typedef struct tok_vocab {
     char *arena;        /* holds all texts */
     smap by_text;       /* text -> id */
     u64map merges;      /* (left id << 32 | right id) -> (rank << 32 | merged id), BPE only */
-    int32_t byte_token[256]; /* BPE: the token of each byte's code point; SPM: its <0xXX> token; -1 if none */
+    int32_t byte_token[256]; /* byte-level BPE: the token of each byte's code point; else its <0xXX>
+                              * token; -1 if none */
     uint32_t byte_cp[256];   /* BPE: GPT-2's byte -> printable code point mapping */
     int16_t cp_byte[324];    /* its inverse, -1 for code points that are no byte */
     /* Special (control and user-defined) tokens, for leftmost-longest matching by one hash lookup

@@ -6,18 +6,48 @@
  *   bit 2: decode with BRASA_DETOKENIZE_SPECIAL.
  * Invariants checked: every id the encoder makes is in the vocabulary, without PARSE_SPECIAL text
  * yields no control token (only BOS/EOS that ADD_BOS adds), the buffer-size convention holds, an
- * id out of range is refused, and the streaming decoder gives exactly brasa_detokenize's bytes. */
+ * id out of range is refused, and the streaming decoder gives exactly brasa_detokenize's bytes.
+ * Text is also split by every pre-tokenizer of brasa's table, whichever the model uses: the pieces
+ * must be non-empty and together be exactly the text. */
 #include <string.h>
 
 #include "fuzz.h"
+#include "tokenizer/pretok.h"
 
 static brasa_model *model;
+static pretok splitters[64];
+static size_t n_splitters;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     model = fuzz_open_model("fuzz_tokenizer");
+    for (const pretok_def *d; (d = pretok_def_at(n_splitters)) != NULL; n_splitters++) {
+        char err[256];
+        FUZZ_CHECK(n_splitters < sizeof splitters / sizeof splitters[0]);
+        FUZZ_CHECK(pretok_init(&splitters[n_splitters], d, err, sizeof err));
+    }
     return 0;
+}
+
+typedef struct rejoin {
+    const char *text;
+    size_t len, at;
+} rejoin;
+
+static bool next_piece(const char *piece, size_t len, void *ctx) {
+    rejoin *r = ctx;
+    FUZZ_CHECK(len > 0 && r->at + len <= r->len && piece == r->text + r->at);
+    r->at += len;
+    return true;
+}
+
+/* Every pre-tokenizer cuts the text into non-empty pieces that are, in order, the whole text. */
+static void split_all(const char *text, size_t len) {
+    for (size_t i = 0; i < n_splitters; i++) {
+        rejoin r = { text, len, 0 };
+        FUZZ_CHECK(pretok_split(&splitters[i], text, len, next_piece, &r) && r.at == len);
+    }
 }
 
 static bool in_vocab(brasa_token t) {
@@ -157,7 +187,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const unsigned decode_flags = (mode & 4) ? BRASA_DETOKENIZE_SPECIAL : BRASA_DETOKENIZE_DEFAULT;
     if (mode & 0x80)
         decode_raw_ids(data + 1, size - 1, decode_flags);
-    else
+    else {
         encode_text((const char *)data + 1, size - 1, mode & 3, decode_flags);
+        split_all((const char *)data + 1, size - 1);
+    }
     return 0;
 }

@@ -394,8 +394,42 @@ MIXED = [
     "ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation.",
 ]
 
+# Cases that once tokenized differently from the reference, and the splits the newer
+# pre-tokenizers draw (case changes, marks, CJK and kana runs, digit groups, full-width forms).
+VIETNAMESE = [
+    "Cửa Việt",
+    " Cửa Việt, Việt Nam",
+    "Tiếng Việt: ắ ằ ẳ ẵ ặ ấ ầ ẩ ẫ ậ ế ề ể ễ ệ ố ồ ổ ỗ ộ ớ ờ ở ỡ ợ ứ ừ ử ữ ự",
+    "Vie\u0323\u0302t Nam (decomposed)",
+    "Hà Nội và Thành phố Hồ Chí Minh",
+    "ied 4 \u00bd months",
+]
+
+NEWER_SPLITS = [
+    "camelCaseWord HTTPServer getHTTPResponseCode XMLHttpRequest iPhone",
+    "ALLCAPS lowercase Titlecase \u01c5emal \u01c8 \u1f88",
+    "McDonald's O'NEIL'S don't WON'T I'M you'Re",
+    "日本語のテキスト、カタカナとひらがな。東京タワーは333メートル",
+    "한국어 문장입니다. 안녕하세요! ㄱㄴㄷ",
+    "中文，日本語，한국어 mixed with English and 漢字かな交じり文",
+    "全角！＂＃＄％ＡＢＣａｂｃ１２３　空白「引用」",
+    "〇一二三 \u3007\u4e00",
+    "1234567890123 3.14159 2,147,483,647 1e-10 0x1F 007",
+    "\u00bd \u00be \u00b2 \u00b3 \u00b9 \u2153 \u216b",
+    "\u0663\u0664\u0665 \u06f4\u06f5\u06f6 \u0967\u0968\u0969 \u0e51\u0e52\u0e53",
+    "path/to/file.txt\nC:\\Users\\me\r\n//comment\n\n/* block */",
+    "line one\r\n\r\nline two\n\n\n  indented\n\t\ttabs",
+    "a+b<=c>d^e|f~g`h$i",
+    "मैंने किताब पढ़ी। क्षत्रिय द्वारा",
+    "กรุงเทพมหานคร อมรรัตนโกสินทร์",
+    "السَّلَامُ عَلَيْكُمْ",
+    "👩🏽\u200d🔬 👨🏿\u200d❤\ufe0f\u200d💋\u200d👨🏻 🧔🏼\u200d♂\ufe0f",
+    "¿¡Qué!? ¡Sí!... ¿No?",
+]
+
 CORPUS = (SPANISH + EUROPEAN + COMBINING + CJK + EMOJI + SCRIPTS + WHITESPACE + ZERO_WIDTH
-          + DIGITS + CODE + CONTRACTIONS + URLS + SPECIAL_LOOKALIKES + SHORT + REPEATS + MIXED)
+          + DIGITS + CODE + CONTRACTIONS + URLS + SPECIAL_LOOKALIKES + SHORT + REPEATS + MIXED
+          + VIETNAMESE + NEWER_SPLITS)
 
 INVALID_UTF8 = [
     b"\x80",                      # lone continuation byte

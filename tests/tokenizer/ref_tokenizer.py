@@ -188,18 +188,115 @@ CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 # ----------------------------------------------------------------------------- builders
 
+# The published split rules (each family's tokenizer.json pre_tokenizer), written here from those
+# files independently of brasa's table: Split patterns run by HF's own regex engine (Oniguruma), and
+# HF's Digits / Punctuation / ByteLevel pre-tokenizers where the family uses them.
+_LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+           r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_O200K = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+          r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+          r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_TEKKEN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+           r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+           r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_KIMI_K2 = (r"[\p{Han}]+"
+            r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+"
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+            r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*"
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+            r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_DEEPSEEK_LLM_LETTERS = (
+    r"A-Za-z\x{B5}\x{C0}-\x{D6}\x{D8}-\x{F6}\x{F8}-\x{1BA}\x{1BC}-\x{1BF}\x{1C4}-\x{293}\x{295}-"
+    r"\x{2AF}\x{370}-\x{373}\x{376}\x{377}\x{37B}-\x{37D}\x{37F}\x{386}\x{388}-\x{38A}\x{38C}"
+    r"\x{38E}-\x{3A1}\x{3A3}-\x{3F5}\x{3F7}-\x{481}\x{48A}-\x{52F}\x{531}-\x{556}\x{10A0}-\x{10C5}"
+    r"\x{13A0}-\x{13F5}\x{13F8}-\x{13FD}\x{1C90}-\x{1CBA}\x{1CBD}-\x{1CBF}\x{1D00}-\x{1D2B}\x{1D6B}-"
+    r"\x{1D77}\x{1D79}-\x{1D9A}\x{1E00}-\x{1F15}\x{1F18}-\x{1F1D}\x{1F20}-\x{1F45}\x{1F48}-\x{1F4D}"
+    r"\x{1F50}-\x{1F57}\x{1F59}\x{1F5B}\x{1F5D}\x{1F5F}-\x{1F7D}\x{1F80}-\x{1FB4}\x{1FB6}-\x{1FBC}"
+    r"\x{1FBE}\x{1FC2}-\x{1FC4}\x{1FC6}-\x{1FCC}\x{1FD0}-\x{1FD3}\x{1FD6}-\x{1FDB}\x{1FE0}-\x{1FEC}"
+    r"\x{1FF2}-\x{1FF4}\x{1FF6}-\x{1FFC}\x{2102}\x{2107}\x{210A}-\x{2113}\x{2115}\x{2119}-\x{211D}"
+    r"\x{2124}\x{2126}\x{2128}\x{212A}-\x{212D}\x{212F}-\x{2134}\x{2139}\x{213C}-\x{213F}\x{2145}-"
+    r"\x{2149}\x{214E}\x{2183}\x{2184}\x{2C00}-\x{2C7B}\x{2C7E}-\x{2CE4}\x{2CEB}-\x{2CEE}\x{2CF2}"
+    r"\x{2CF3}\x{A640}-\x{A66D}\x{A680}-\x{A69B}\x{A722}-\x{A76F}\x{A771}-\x{A787}\x{A78B}-\x{A78E}"
+    r"\x{AB70}-\x{ABBF}\x{FB00}-\x{FB06}\x{FB13}-\x{FB17}\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}"
+    r"\x{10400}-\x{1044F}\x{104B0}-\x{104D3}\x{104D8}-\x{104FB}\x{10C80}-\x{10CB2}\x{10CC0}-"
+    r"\x{10CF2}\x{118A0}-\x{118DF}\x{1E900}-\x{1E943}"
+)
+_BLOOM = " ?[^(\\s|[.,!?…。，、।۔،])]+"
+
+
+def _splits(*patterns):
+    return [pre_tokenizers.Split(Regex(p), behavior="isolated", invert=False) for p in patterns]
+
+
+def _byte_level_regex():
+    return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+
+
+PRE_TOKENIZERS = {
+    "gpt-2": lambda: [_byte_level_regex()],
+    "mpt": lambda: [_byte_level_regex()],
+    "smollm": lambda: [pre_tokenizers.Digits(individual_digits=True), _byte_level_regex()],
+    "starcoder": lambda: [pre_tokenizers.Digits(individual_digits=True), _byte_level_regex()],
+    "refact": lambda: [pre_tokenizers.Digits(individual_digits=True), _byte_level_regex()],
+    "command-r": lambda: [pre_tokenizers.Digits(individual_digits=True), _byte_level_regex()],
+    "llama-bpe": lambda: _splits(_LLAMA3),
+    "dbrx": lambda: _splits(_LLAMA3),
+    "glm4": lambda: _splits(_LLAMA3),
+    "qwen2": lambda: _splits(QWEN2_PATTERN),
+    "qwen35": lambda: _splits(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+                              r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "seed-coder": lambda: _splits(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}"
+                                  r"| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "bailingmoe": lambda: _splits(r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}"
+                                  r"| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"),
+    "gpt-4o": lambda: _splits(_O200K),
+    "tekken": lambda: _splits(_TEKKEN),
+    "kimi-k2": lambda: _splits(_KIMI_K2),
+    "deepseek-v3": lambda: _splits(
+        r"\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+",
+        r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"
+        r"| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "deepseek-coder": lambda: _splits(r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", r"\p{N}"),
+    "deepseek-llm": lambda: _splits(r"[\r\n]", r"\s?[" + _DEEPSEEK_LLM_LETTERS + "]+",
+                                    r"\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+", r"\s+$", "[一-龥ࠀ-一가-퟿]+", r"\p{N}+"),
+    "minicpm5": lambda: _splits(r"\p{N}{1,3}", r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+"
+                                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "ufakzeka": lambda: _splits(r"[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "laguna": lambda: _splits(r"[^\n]+|[\n]+", QWEN2_PATTERN),
+    "exaone-moe": lambda: _splits(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+"
+                                  r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+"),
+    "jais-2": lambda: _splits(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                              r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)"
+                              r"|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}"),
+    "spark2_5": lambda: _splits(
+        r"\p{N}{1,3}", r"[\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+",
+        r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"
+        r"| ?[\p{P}\p{S}]+|[\r\n]|\s+(?!\S)|\s+", r"\p{N}"),
+    "youtu": lambda: _splits(
+        r"[\x{AC00}-\x{D7A3}\x{3131}-\x{318E}]+|[\x{FF01}\x{2026}\x{201C}\x{201D}\x{2018}\x{2019}\x{2014}"
+        r"\x{FF1A}\x{FF1B}\x{FF0C}\x{3001}-\x{303F}\x{FE30}-\x{FE4F}]+|[\x{3105}-\x{312F}]+"
+        r"|[\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+        r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+        r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "falcon": lambda: [pre_tokenizers.Punctuation(behavior="contiguous"), _byte_level_regex(),
+                       pre_tokenizers.Digits(individual_digits=False)] + _splits("[0-9][0-9][0-9]"),
+    "bloom": lambda: _splits(_BLOOM),
+    "viking": lambda: _splits(_BLOOM) + [pre_tokenizers.Digits(individual_digits=True)],
+}
+# Families whose tokenizer.json sets BPE ignore_merges (a piece that is a token is taken whole).
+IGNORE_MERGES = {"llama-bpe", "llama3", "tekken", "glm4", "minicpm5", "youtu"}
+# Byte-level BPE's pre-tokenizers that instead run BPE over UTF-8 characters (as Gemma 4 does).
+RAW_UTF8 = {"sarvam-moe"}
+
+
 def _gpt2_pre_tokenizer(pre):
-    if pre == "smollm":
-        return pre_tokenizers.Sequence([
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-        ])
-    if pre == "qwen2":
-        return pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])
-    raise ValueError(f"unsupported tokenizer.ggml.pre for gpt2: {pre!r}")
+    if pre not in PRE_TOKENIZERS:
+        raise ValueError(f"unsupported tokenizer.ggml.pre for gpt2: {pre!r}")
+    steps = PRE_TOKENIZERS[pre]()
+    if not any(isinstance(step, pre_tokenizers.ByteLevel) for step in steps):
+        steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False))
+    return pre_tokenizers.Sequence(steps)
 
 
 def _split_merge(line):
@@ -215,7 +312,8 @@ def build_gpt2(v):
         raise ValueError("gpt2 tokenizer without tokenizer.ggml.merges")
     vocab = {t: i for i, t in enumerate(v.tokens)}
     merges = [_split_merge(m) for m in v.merges]
-    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False,
+                              ignore_merges=v.pre in IGNORE_MERGES))
     tk.pre_tokenizer = pre
     tk.decoder = decoders.ByteLevel()
     return tk
@@ -253,12 +351,27 @@ def build_spm(v):
     tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=unk,
                               byte_fallback=True, fuse_unk=True))
     norm = [normalizers.Replace(" ", SPACE_MARK)]
-    if v.add_space_prefix:
+    # a file without the key: SentencePiece's own default (add_dummy_prefix), as llama.cpp reads it
+    if v.add_space_prefix is None or v.add_space_prefix:
         norm.insert(0, normalizers.Prepend(SPACE_MARK))
     tk.normalizer = normalizers.Sequence(norm)
     tk.decoder = decoders.Sequence([decoders.Replace(SPACE_MARK, " "), decoders.ByteFallback(),
                                     decoders.Fuse()])
     return tk, len(merges)
+
+
+def build_raw_bpe(v):
+    """Gemma 4 (and Sarvam MoE): BPE with merges over UTF-8 characters, spaces as U+2581, byte
+    fallback, split only at line breaks."""
+    if v.merges is None:
+        raise ValueError(f"{v.model} tokenizer without tokenizer.ggml.merges")
+    vocab = {t: i for i, t in enumerate(v.tokens)}
+    merges = [_split_merge(m) for m in v.merges]
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, byte_fallback=True, fuse_unk=False))
+    tk.normalizer = normalizers.Replace(" ", SPACE_MARK)
+    tk.pre_tokenizer = pre_tokenizers.Sequence(_splits(r"[^\n]+|[\n]+"))
+    tk.decoder = decoders.Sequence([decoders.Replace(SPACE_MARK, " "), decoders.ByteFallback(), decoders.Fuse()])
+    return tk
 
 
 def _add_special_tokens(tk, v):
@@ -295,7 +408,7 @@ class RefTokenizer:
 
     @property
     def byte_level(self):
-        return self.vocab.model == "gpt2"
+        return self.vocab.model == "gpt2" and self.vocab.pre not in RAW_UTF8
 
     def encode(self, text, parse_special):
         """Token ids of `text` (a str), no BOS/EOS."""
@@ -312,7 +425,7 @@ class RefTokenizer:
                 return bytes(CHAR_TO_BYTE[c] for c in text)
             except KeyError:  # not a byte-level string: keep its text
                 return text.encode("utf-8")
-        if t == TOKEN_BYTE:
+        if t == TOKEN_BYTE or (len(text) == 6 and text.startswith("<0x") and text.endswith(">")):
             return bytes([int(text[3:5], 16)])
         return text.replace(SPACE_MARK, " ").encode("utf-8")
 
@@ -324,8 +437,13 @@ class RefTokenizer:
         return {b for b in range(256) if BYTE_TO_CHAR[b] not in have}
 
     def decode(self, ids):
-        """Byte-exact decode of `ids`."""
-        return b"".join(self.piece_bytes(i) for i in ids)
+        """Byte-exact decode of `ids`. A SentencePiece vocabulary that adds the leading space
+        takes it off again at the start (the Strip step of Llama 2's decoder)."""
+        out = b"".join(self.piece_bytes(i) for i in ids)
+        adds_space = self.vocab.model == "llama" and self.vocab.add_space_prefix in (None, True)
+        if adds_space and ids and self.vocab.tokens[ids[0]].startswith(SPACE_MARK):
+            out = out[1:]
+        return out
 
     def hf_decode(self, ids):
         """The HF decoder's str result, for cross-checking `decode`."""
@@ -342,11 +460,17 @@ def load(path):
     t0 = time.perf_counter()
     v = read_vocab(path)
     n_merges = 0
-    if v.model == "gpt2":
+    if v.model == "gpt2" and v.pre in RAW_UTF8:
+        tk = build_raw_bpe(v)
+        n_merges = len(v.merges)
+    elif v.model == "gpt2":
         tk = build_gpt2(v)
         n_merges = len(v.merges)
     elif v.model == "llama":
         tk, n_merges = build_spm(v)
+    elif v.model == "gemma4":
+        tk = build_raw_bpe(v)
+        n_merges = len(v.merges)
     else:
         raise ValueError(f"unsupported tokenizer.ggml.model {v.model!r}")
     n_control, n_user = _add_special_tokens(tk, v)

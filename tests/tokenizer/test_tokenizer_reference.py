@@ -21,11 +21,14 @@ Usage (ctest):
     python3 test_tokenizer_reference.py --tok-batch BUILD/tok_batch --model smollm2 --model gemma3
     python3 test_tokenizer_reference.py --self-test [--model ...]   # reference only, no C tool
 A model is a name (smollm2, qwen2, gemma3; found in $BRASA_MODEL_CACHE or ~/.cache/brasa/models)
-or a path; the default is all three. Ends with a line `tokenizer: N passed, M failed`.
+or a path; --models-dir DIR adds every .gguf in DIR (the families make_vocab_variants.py writes);
+the default is the three names. --random N adds N random strings (fixed seed) over the characters
+the split rules tell apart, which find what a hand-picked corpus misses. Ends with a line `tokenizer: N passed, M failed`.
 Exit status: 0 all passed, 1 any failure, 2 bad arguments, 77 when no model file is present.
 """
 import argparse
 import codecs
+import random
 import signal
 import struct
 import subprocess
@@ -61,8 +64,23 @@ class Case:
         return self.text is not None
 
 
-def make_cases():
-    cases = [Case(i, s.encode("utf-8"), s) for i, s in enumerate(corpus.CORPUS)]
+# The alphabet of the random strings: what the split rules tell apart (case, letters with and
+# without marks, digits of several scripts, CJK, kana, Hangul, spaces and line breaks, apostrophes,
+# punctuation ASCII and full-width, symbols, emoji and joiners).
+RANDOM_ALPHABET = (list("aAbZ'sStT dD1209 \n\r\t.,!?/-_$+<=>^`|~\"#()[]{}") + ["'s", "'ll", "'RE", "  ", "\r\n"]
+                   + list("\u00e9\u00c9\u0301\u0323\u01c5\u00bd\u00b2\u0663\u0967\u4e2d\u6587\u3042\u30ab\uac00"
+                          "\u3131\uff01\uff21\u3000\u3001\u2026\u201c\u0915\u093f\u0e01\u0e31\u0627\u200d\u00a0")
+                   + ["\U0001f642", "\U0001f44d\U0001f3fd"])
+
+
+def random_strings(n, seed=24):
+    """n strings of 1 to 24 symbols from RANDOM_ALPHABET, the same on every run."""
+    rng = random.Random(seed)
+    return ["".join(rng.choice(RANDOM_ALPHABET) for _ in range(rng.randint(1, 24))) for _ in range(n)]
+
+
+def make_cases(n_random=0):
+    cases = [Case(i, s.encode("utf-8"), s) for i, s in enumerate(corpus.CORPUS + random_strings(n_random))]
     base = len(cases)
     cases += [Case(base + i, b, None) for i, b in enumerate(corpus.INVALID_UTF8)]
     return cases
@@ -422,6 +440,10 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("--tok-batch", type=Path, help="path of the tok_batch tool")
     ap.add_argument("--model", action="append", help="model name or GGUF path (repeatable)")
+    ap.add_argument("--models-dir", type=Path,
+                    help="also every *.gguf in this folder (make_vocab_variants.py's families)")
+    ap.add_argument("--random", type=int, default=0, metavar="N",
+                    help="also N random strings over the characters the split rules tell apart")
     ap.add_argument("--self-test", action="store_true", help="check the reference only")
     ap.add_argument("--gguf-reader-check", action="store_true",
                     help="with --self-test: also compare the metadata with gguf.GGUFReader (slow)")
@@ -438,8 +460,15 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     rep = Reporter(args.max_diffs, args.verbose)
-    cases = make_cases()
-    models = args.model or list(ref_tokenizer.MODEL_FILES)
+    cases = make_cases(args.random)
+    models = list(args.model or [])
+    if args.models_dir:
+        found = sorted(str(p) for p in args.models_dir.glob("*.gguf"))
+        if not found:
+            print(f"SKIP: no .gguf files in {args.models_dir}")
+            return SKIP
+        models += found
+    models = models or list(ref_tokenizer.MODEL_FILES)
     print(f"corpus: {len(corpus.CORPUS)} valid strings, {len(corpus.INVALID_UTF8)} invalid inputs")
     for name in models:
         path = ref_tokenizer.resolve_model(name)
