@@ -31,6 +31,11 @@
 #define RULE_DEEPSEEK3_WORDS \
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+" \
     "| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* Not a regex: Tiny Aya's numbers, which its tokenizer.json writes as \d{1,3}(?=(?:\d{3})*\b).
+ * Run as written, every match would rescan the rest of the number (quadratic on a long one), so
+ * the splitter computes what it means (split_digit_groups). The name cannot be a pattern: the
+ * regex dialect refuses (?#. */
+#define RULE_DIGIT_GROUPS "(?#digit groups from the right)"
 /* Han (U+4E00..U+9FA5) with the kana, or with U+0800..U+4E00 and Hangul */
 /* BLOOM: runs of anything but white space and these stops: . , ! ? … 。 ， 、 । ۔ ، and ( | ) */
 #define RULE_BLOOM " ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+"
@@ -67,6 +72,9 @@ static const pretok_def defs[] = {
         "|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+" }, 0, 0 },
     { { "gpt-4o", "llama4", "minimax-m2", "kanana2", "talkie", NULL },
       { CASED_WORDS(CONTRACTIONS) "|\\p{N}{1,3}" RULE_TAIL_SLASH }, 0, 0 },
+    /* Cohere's Tiny Aya and Command MoE: numbers in threes from the right, then o200k */
+    { { "tiny_aya", "cohere2moe", NULL },
+      { RULE_DIGIT_GROUPS, CASED_WORDS(CONTRACTIONS) "|\\p{N}{1,3}" RULE_TAIL_SLASH }, 0, 0 },
     /* Mistral's tekken (Nemo, Small 3, Devstral): o200k's words without contractions, single digits */
     { { "tekken", NULL }, { CASED_WORDS("") "|\\p{N}" RULE_TAIL_SLASH }, PRETOK_IGNORE_MERGES | PRETOK_ADD_BOS, 0 },
     /* Kimi K2: Han runs apart, o200k's words over everything else */
@@ -175,13 +183,15 @@ bool pretok_init(pretok *p, const pretok_def *def, char *err, size_t err_len) {
     p->def = def;
     for (size_t i = 0; def && i < PRETOK_MAX_RULES && def->rules[i]; i++) {
         char why[160];
+        p->n_rules = i + 1;
+        if (strcmp(def->rules[i], RULE_DIGIT_GROUPS) == 0)
+            continue; /* computed, not matched: rules[i] stays NULL */
         p->rules[i] = rx_compile(def->rules[i], why, sizeof why);
         if (!p->rules[i]) {
             snprintf(err, err_len, "pre-tokenizer '%s', rule %zu: %s", def->names[0], i + 1, why);
             pretok_free(p);
             return false;
         }
-        p->n_rules = i + 1;
     }
     return true;
 }
@@ -209,6 +219,37 @@ typedef struct splitter {
     void *ctx;
 } splitter;
 
+static bool split_rule(splitter *sp, size_t k, size_t from, size_t to);
+
+/* RULE_DIGIT_GROUPS over [from, to): \d{1,3}(?=(?:\d{3})*\b) can only end where a run of decimal
+ * digits ends at a word boundary (\b inside the run is false), so such a run is cut into threes
+ * counted from its end, the first group taking what is left; a run that a word character follows
+ * has no match at all. Each group, and each stretch between, goes on to rule k + 1. */
+static bool split_digit_groups(splitter *sp, const rx_text *t, size_t k, size_t from, size_t to) {
+    size_t gap = from;
+    for (size_t i = from; i < to;) {
+        if (t->cp[i] == RX_INVALID || !(t->bits[i] & UNI_ND)) {
+            i++;
+            continue;
+        }
+        size_t end = i;
+        while (end < to && t->cp[end] != RX_INVALID && (t->bits[end] & UNI_ND))
+            end++;
+        bool boundary = end == to || t->cp[end] == RX_INVALID || !(t->bits[end] & UNI_W);
+        if (boundary) {
+            if (!split_rule(sp, k + 1, gap, i))
+                return false;
+            size_t first = (end - i) % 3 ? (end - i) % 3 : 3;
+            for (size_t g = i; g < end; g = g == i ? i + first : g + 3)
+                if (!split_rule(sp, k + 1, g, g == i ? i + first : g + 3))
+                    return false;
+            gap = end;
+        }
+        i = end;
+    }
+    return split_rule(sp, k + 1, gap, to);
+}
+
 /* Rule k over code points [from, to) of the view for k: each match and each stretch between
  * matches goes on to rule k + 1; after the last rule, a piece is emitted. */
 static bool split_rule(splitter *sp, size_t k, size_t from, size_t to) {
@@ -222,6 +263,8 @@ static bool split_rule(splitter *sp, size_t k, size_t from, size_t to) {
         to = sp->plain.off[to];
     }
     const rx_prog *rule = sp->p->rules[k];
+    if (!rule)
+        return split_digit_groups(sp, &w->t, k, from, to);
     rx_memo_reset(&sp->memo[k]); /* a new range: what was learned about the last one does not hold */
     size_t gap = from; /* start of the text not yet given on */
     for (size_t i = from; i < to;) {
@@ -268,7 +311,7 @@ static bool split(const pretok *p, const char *text, size_t n, pretok_emit emit,
     splitter sp = { p, text, { { cp, bits }, off }, { { cp, bits }, off }, { 0 }, { { 0 } }, emit, ctx };
     bool ok = cp && bits && off;
     for (size_t k = 0; ok && k < p->n_rules; k++)
-        ok = rx_memo_init(&sp.memo[k], p->rules[k]);
+        ok = !p->rules[k] || rx_memo_init(&sp.memo[k], p->rules[k]);
     if (ok) {
         size_t m = decode(text, n, cp, bits, off);
         if (mapped) {

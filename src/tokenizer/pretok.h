@@ -42,7 +42,7 @@ typedef struct pretok_def {
 /* The compiled splitter of one vocabulary. */
 typedef struct pretok {
     const pretok_def *def;
-    rx_prog *rules[PRETOK_MAX_RULES];
+    rx_prog *rules[PRETOK_MAX_RULES]; /* NULL for a rule computed, not matched (Tiny Aya's numbers) */
     size_t n_rules;
 } pretok;
 

@@ -25,7 +25,7 @@ enum {
     UNI_L = UNI_LU | UNI_LL | UNI_LT | UNI_LM | UNI_LO,
     UNI_N = UNI_ND | UNI_NO,
     UNI_P = UNI_PC | UNI_PO,
-    UNI_W = UNI_L | UNI_M | UNI_ND | UNI_PC /* \w, as Oniguruma defines it for Unicode */
+    UNI_W = UNI_L | UNI_M | UNI_N | UNI_PC /* \w, as Oniguruma defines it for Unicode (checked with HF) */
 };
 
 typedef struct uni_range {

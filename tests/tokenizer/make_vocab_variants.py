@@ -36,7 +36,7 @@ import ref_tokenizer  # noqa: E402
 FAMILIES = ["gpt-2", "smollm", "llama-bpe", "dbrx", "glm4", "qwen2", "qwen35", "seed-coder", "bailingmoe",
             "gpt-4o", "tekken", "kimi-k2", "deepseek-v3", "deepseek-coder", "deepseek-llm", "falcon", "bloom",
             "viking", "starcoder", "command-r", "mpt", "refact", "minicpm5", "ufakzeka", "laguna", "exaone-moe",
-            "jais-2", "spark2_5", "youtu"]
+            "jais-2", "spark2_5", "youtu", "tiny_aya"]
 
 # Words whose last merge is dropped in pre-llama-bpe-unreachable.gguf.
 UNREACHABLE_WORDS = [" Việt", "Cửa", " Nam", " months"]

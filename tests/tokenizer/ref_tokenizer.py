@@ -279,6 +279,7 @@ PRE_TOKENIZERS = {
         r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
         r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
         r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "tiny_aya": lambda: _splits(r"\d{1,3}(?=(?:\d{3})*\b)", _O200K),
     "falcon": lambda: [pre_tokenizers.Punctuation(behavior="contiguous"), _byte_level_regex(),
                        pre_tokenizers.Digits(individual_digits=False)] + _splits("[0-9][0-9][0-9]"),
     "bloom": lambda: _splits(_BLOOM),

@@ -138,6 +138,7 @@ static void semantics(void) {
         { "\\s+$", "  x", 0, -1 },
         { "\\d{1,3}(?=(?:\\d{3})*\\b)", "12345", 0, 2 },
         { "x\\b", "x y", 0, 1 },
+        { "1\\b", "1\xc2\xbd", 0, -1 },        /* \w takes every number, as Oniguruma's does */
         { "x\\B", "xy", 0, 1 },
         { "[^\\s\\p{L}\\p{N}]+", "\xff\xfe", 0, 2 }, /* ill-formed bytes: only negated classes */
         { "\\p{L}", "\xff", 0, -1 },
