@@ -4,7 +4,10 @@
  * every loop advances), then emitted as instructions in the style of a backtracking virtual
  * machine: SPLIT tries its first branch and remembers the second on an explicit stack (so a long
  * run of one class costs heap, never C stack), lookahead and atomic groups run their body as a
- * nested match. Each class keeps a 128-bit table for ASCII so the common case is one bit test. */
+ * nested match. Each class keeps a 128-bit table for ASCII so the common case is one bit test;
+ * each SPLIT knows which ASCII code points its branches can start with, so most alternatives are
+ * skipped without a frame; and the branch points found exhausted are remembered for the range
+ * (rx_memo), so scanning a long run stays linear. */
 #include "tokenizer/regex.h"
 
 #include <stdarg.h>
