@@ -36,9 +36,9 @@
  * the splitter computes what it means (split_digit_groups). The name cannot be a pattern: the
  * regex dialect refuses (?#. */
 #define RULE_DIGIT_GROUPS "(?#digit groups from the right)"
-/* Han (U+4E00..U+9FA5) with the kana, or with U+0800..U+4E00 and Hangul */
 /* BLOOM: runs of anything but white space and these stops: . , ! ? … 。 ， 、 । ۔ ، and ( | ) */
 #define RULE_BLOOM " ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+"
+/* Han (U+4E00..U+9FA5) with the kana, or with U+0800..U+4E00 and Hangul */
 #define RULE_CJK_KANA "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+"
 #define RULE_CJK_HANGUL "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+"
 
@@ -258,7 +258,7 @@ static bool split_rule(splitter *sp, size_t k, size_t from, size_t to) {
     const view *w = sp->p->def->mapped_from && k >= sp->p->def->mapped_from ? &sp->mapped : &sp->plain;
     if (k == sp->p->n_rules)
         return sp->emit(sp->text + w->off[from], w->off[to] - w->off[from], sp->ctx);
-    if (w == &sp->mapped && k == sp->p->def->mapped_from && sp->plain.off != sp->mapped.off) {
+    if (w == &sp->mapped && k == sp->p->def->mapped_from) {
         from = sp->plain.off[from]; /* entering the byte view: its positions are byte offsets */
         to = sp->plain.off[to];
     }
@@ -282,26 +282,6 @@ static bool split_rule(splitter *sp, size_t k, size_t from, size_t to) {
     return split_rule(sp, k + 1, gap, to);
 }
 
-/* Decodes text into a view: an ill-formed byte is one code point of its own (RX_INVALID), which
- * keeps the bytes exact for byte-level BPE. Returns the number of code points. */
-static size_t decode(const char *text, size_t n, uint32_t *cp, uint16_t *bits, size_t *off) {
-    size_t m = 0;
-    for (size_t i = 0; i < n;) {
-        uint32_t c;
-        int k = utf8_decode((const unsigned char *)text + i, n - i, &c);
-        off[m] = i;
-        if (k < 0) {
-            c = RX_INVALID;
-            k = 1;
-        }
-        cp[m] = c;
-        bits[m++] = c == RX_INVALID ? 0 : uni_bits(c);
-        i += (size_t)k;
-    }
-    off[m] = n;
-    return m;
-}
-
 static bool split(const pretok *p, const char *text, size_t n, pretok_emit emit, void *ctx, uint64_t *steps) {
     bool mapped = p->def->mapped_from != 0;
     size_t copies = mapped ? 2 : 1;
@@ -313,7 +293,7 @@ static bool split(const pretok *p, const char *text, size_t n, pretok_emit emit,
     for (size_t k = 0; ok && k < p->n_rules; k++)
         ok = !p->rules[k] || rx_memo_init(&sp.memo[k], p->rules[k]);
     if (ok) {
-        size_t m = decode(text, n, cp, bits, off);
+        size_t m = rx_decode(text, n, cp, bits, off);
         if (mapped) {
             uint32_t map[256];
             pretok_byte_map(map);

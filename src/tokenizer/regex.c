@@ -66,7 +66,6 @@ struct rx_dead {
     size_t lo, hi; /* positions [lo, hi] from which this instruction cannot lead to a match */
 };
 
-
 enum { N_CLASS, N_CAT, N_ALT, N_REPEAT, N_LOOK, N_NLOOK, N_EOL, N_WORDB, N_NWORDB, N_EMPTY };
 
 #define REPEAT_INF (-1)
@@ -130,7 +129,6 @@ static bool grow(void **ptr, size_t *cap, size_t need, size_t elem) {
     return true;
 }
 
-
 static bool class_admits(const rx_prog *p, const rx_class *c, uint32_t cp, uint16_t bits);
 
 static bool ranges_have(const rx_prog *p, const rx_class *c, uint32_t cp) {
@@ -166,8 +164,7 @@ static void finish_class(rx_prog *p, int32_t k) {
 
 static int32_t new_class(parser *ps) {
     rx_prog *p = ps->p;
-    if (!grow((void **)&p->classes, &p->cap_classes, p->n_classes + 1,
-              sizeof *p->classes)) {
+    if (!grow((void **)&p->classes, &p->cap_classes, p->n_classes + 1, sizeof *p->classes)) {
         fail(ps, "out of memory");
         return -1;
     }
@@ -198,7 +195,6 @@ static void add_range_folded(parser *ps, int32_t k, uint32_t lo, uint32_t hi) {
             add_range(ps, k, c + 32, c + 32);
     }
 }
-
 
 static uint32_t peek_cp(parser *ps, int *len) {
     uint32_t cp;
@@ -335,7 +331,6 @@ static escape parse_escape(parser *ps, bool in_class) {
     }
 }
 
-
 static int32_t parse_alt(parser *ps);
 
 /* A class of the form \p{..} or \s outside brackets, or a bracket class's escape set: its own class. */
@@ -436,24 +431,22 @@ static int32_t parse_bracket(parser *ps) {
     return k;
 }
 
-static int32_t literal(parser *ps, uint32_t cp) {
-    int32_t k = new_class(ps);
+/* The node that matches one code point of class k (finished first), or -1 when k is. */
+static int32_t class_node(parser *ps, int32_t k) {
     if (k < 0)
         return -1;
-    add_range_folded(ps, k, cp, cp);
+    finish_class(ps->p, k);
     int32_t n = new_node(ps, N_CLASS, -1, -1);
     if (n >= 0)
         ps->nodes[n].cls = k;
     return n;
 }
 
-static int32_t class_node(parser *ps, int32_t k) {
-    if (k < 0)
-        return -1;
-    int32_t n = new_node(ps, N_CLASS, -1, -1);
-    if (n >= 0)
-        ps->nodes[n].cls = k;
-    return n;
+static int32_t literal(parser *ps, uint32_t cp) {
+    int32_t k = new_class(ps);
+    if (k >= 0)
+        add_range_folded(ps, k, cp, cp);
+    return class_node(ps, k);
 }
 
 static int32_t parse_atom(parser *ps) {
@@ -461,16 +454,14 @@ static int32_t parse_atom(parser *ps) {
     if (c == '(') {
         ps->i++;
         bool saved = ps->icase;
-        int kind = -1;
-        if (eat(ps, "?:"))
-            kind = -1;
-        else if (eat(ps, "?i:"))
+        int kind = -1; /* a plain, (?:) or (?i:) group is its body */
+        if (eat(ps, "?i:"))
             ps->icase = true;
         else if (eat(ps, "?="))
             kind = N_LOOK;
         else if (eat(ps, "?!"))
             kind = N_NLOOK;
-        else if (ps->s[ps->i] == '?') {
+        else if (!eat(ps, "?:") && ps->s[ps->i] == '?') {
             fail(ps, "unsupported group (?%c", ps->s[ps->i + 1]);
             return -1;
         }
@@ -486,19 +477,13 @@ static int32_t parse_atom(parser *ps) {
     }
     if (c == '[') {
         ps->i++;
-        int32_t k = parse_bracket(ps);
-        if (k >= 0)
-            finish_class(ps->p, k);
-        return class_node(ps, k);
+        return class_node(ps, parse_bracket(ps));
     }
     if (c == '.') {
         ps->i++;
         int32_t k = set_class(ps, 0, true);
-        if (k >= 0) {
-            ps->p->classes[k].r0 = (uint32_t)ps->p->n_ranges;
+        if (k >= 0)
             add_range(ps, k, '\n', '\n');
-            finish_class(ps->p, k);
-        }
         return class_node(ps, k);
     }
     if (c == '$') {
@@ -512,25 +497,13 @@ static int32_t parse_atom(parser *ps) {
             return -1;
         if (e.assertion)
             return new_node(ps, (uint8_t)e.assertion, -1, -1);
-        if (e.is_set) {
-            int32_t k = set_class(ps, e.bits, e.neg);
-            if (k >= 0)
-                finish_class(ps->p, k);
-            return class_node(ps, k);
-        }
-        int32_t n = literal(ps, e.cp);
-        if (n >= 0)
-            finish_class(ps->p, ps->nodes[n].cls);
-        return n;
+        return e.is_set ? class_node(ps, set_class(ps, e.bits, e.neg)) : literal(ps, e.cp);
     }
     if (c == '*' || c == '+' || c == '?' || c == '{' || c == '^') {
         fail(ps, "unexpected '%c'", c);
         return -1;
     }
-    int32_t n = literal(ps, next_cp(ps));
-    if (n >= 0)
-        finish_class(ps->p, ps->nodes[n].cls);
-    return n;
+    return literal(ps, next_cp(ps));
 }
 
 static bool parse_count(parser *ps, int32_t *out) {
@@ -642,7 +615,6 @@ static bool check_loops(parser *ps, int32_t n) {
         return false;
     return d->b < 0 || d->kind == N_REPEAT || check_loops(ps, d->b);
 }
-
 
 static int32_t emit(parser *ps, uint8_t op, int32_t x, int32_t y) {
     rx_prog *p = ps->p;
@@ -838,6 +810,25 @@ void rx_scratch_free(rx_scratch *s) {
     s->len = s->cap = 0;
 }
 
+size_t rx_decode(const char *text, size_t n, uint32_t *cp, uint16_t *bits, size_t *off) {
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        int k = utf8_decode((const unsigned char *)text + i, n - i, &c);
+        if (off)
+            off[m] = i;
+        if (k < 0) {
+            c = RX_INVALID;
+            k = 1;
+        }
+        cp[m] = c;
+        bits[m++] = c == RX_INVALID ? 0 : uni_bits(c);
+        i += (size_t)k;
+    }
+    if (off)
+        off[m] = n;
+    return m;
+}
 
 bool rx_memo_init(rx_memo *m, const rx_prog *p) {
     m->n = p->n_code;

@@ -29,6 +29,11 @@ typedef struct rx_text {
     const uint16_t *bits;
 } rx_text;
 
+/* Decodes n bytes of UTF-8 into cp and bits (n entries each suffice), an ill-formed byte as one
+ * RX_INVALID code point (which keeps the bytes exact for byte-level BPE), and when off is not NULL
+ * the byte offset of each code point and of the end (n + 1 entries). Returns the code points. */
+size_t rx_decode(const char *text, size_t n, uint32_t *cp, uint16_t *bits, size_t *off);
+
 /* The backtracking stack, reused across matches; zero-initialize, free with rx_scratch_free. */
 typedef struct rx_scratch {
     struct rx_frame *frames;

@@ -219,23 +219,10 @@ bool tok_bpe_encode(const tok_vocab *v, const char *text, size_t n, ivec *out) {
     bool ok;
     if (v->byte_level) {
         ok = pretok_split(&v->pre, text, n, bpe_piece, &s);
-    } else {
-        /* Gemma 4: spaces become U+2581 before the split, as its normalizer writes them, and
-         * ill-formed UTF-8 becomes U+FFFD, as for SentencePiece (tok_spm.c) */
+    } else { /* Gemma 4: spaces become U+2581 before the split, as its normalizer writes them */
         buf escaped = { 0 };
-        ok = true;
-        for (size_t i = 0; ok && i < n;) {
-            uint32_t cp;
-            int k = utf8_decode((const unsigned char *)text + i, n - i, &cp);
-            if (k < 0)
-                ok = buf_append(&escaped, "\xef\xbf\xbd", 3);
-            else if (cp == ' ')
-                ok = buf_append(&escaped, "\xe2\x96\x81", 3);
-            else
-                ok = buf_append(&escaped, text + i, (size_t)k);
-            i += (size_t)(k < 0 ? -k : k);
-        }
-        ok = ok && pretok_split(&v->pre, escaped.data, escaped.len, bpe_piece, &s);
+        ok = tok_escape_spaces(text, n, &escaped) &&
+             pretok_split(&v->pre, escaped.data, escaped.len, bpe_piece, &s);
         buf_free(&escaped);
     }
     free(s.start);

@@ -78,12 +78,9 @@ static void consider(spm_state *st, uint32_t left) {
         heap_push(st, (spm_pair){ st->v->scores[id], left, st->len[left], st->len[right], id });
 }
 
-/* Normalizes text into out: U+0020 -> U+2581, ill-formed bytes -> U+FFFD, and a leading U+2581 when the
- * vocabulary adds one (to every stretch of text between special tokens: see tokenizer.c). */
-static bool normalize(const tok_vocab *v, const char *text, size_t n, buf *out) {
-    static const char space_marker[] = "\xe2\x96\x81";
-    if (v->add_space_prefix && !buf_append(out, space_marker, 3))
-        return false;
+static const char space_marker[] = "\xe2\x96\x81";
+
+bool tok_escape_spaces(const char *text, size_t n, buf *out) {
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         int k = utf8_decode((const unsigned char *)text + i, n - i, &cp);
@@ -101,6 +98,14 @@ static bool normalize(const tok_vocab *v, const char *text, size_t n, buf *out) 
         i += (size_t)k;
     }
     return true;
+}
+
+/* Normalizes text into out: tok_escape_spaces, after a leading U+2581 when the vocabulary adds one
+ * (to every stretch of text between special tokens: see tokenizer.c). */
+static bool normalize(const tok_vocab *v, const char *text, size_t n, buf *out) {
+    if (v->add_space_prefix && !buf_append(out, space_marker, 3))
+        return false;
+    return tok_escape_spaces(text, n, out);
 }
 
 static bool emit_symbol(const spm_state *st, uint32_t i, ivec *out) {

@@ -29,6 +29,10 @@ bool tok_decode_append(const tok_vocab *v, brasa_token t, unsigned flags, bool a
 bool tok_bpe_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
 bool tok_spm_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
 
+/* Appends text to out as SentencePiece-style vocabularies spell it: U+0020 as U+2581, each maximal
+ * ill-formed UTF-8 subpart as U+FFFD (tok_spm.c; Gemma 4's BPE uses it too). */
+bool tok_escape_spaces(const char *text, size_t n, buf *out);
+
 /* The API's buffer convention: sets *n_tokens to ids->len and copies the ids into tokens when they
  * fit in capacity, else returns BRASA_ERR_BUFFER_TOO_SMALL. */
 brasa_status tok_copy_out(const ivec *ids, brasa_token *tokens, size_t capacity, size_t *n_tokens, brasa_error *err);

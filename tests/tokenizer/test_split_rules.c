@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/utf8.h"
 #include "tokenizer/pretok.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
@@ -80,21 +79,9 @@ static long match(const char *pattern, const char *text, size_t at) {
         printf("  (compile: %s)\n", err);
         return -2;
     }
-    size_t n = strlen(text);
-    uint32_t cp[256];
-    uint16_t bits[256];
-    size_t m = 0;
-    for (size_t i = 0; i < n && m < 256;) {
-        uint32_t c;
-        int k = utf8_decode((const unsigned char *)text + i, n - i, &c);
-        if (k < 0) {
-            c = RX_INVALID;
-            k = 1;
-        }
-        cp[m] = c;
-        bits[m++] = c == RX_INVALID ? 0 : uni_bits(c);
-        i += (size_t)k;
-    }
+    uint32_t cp[64];
+    uint16_t bits[64];
+    size_t n = strlen(text), m = n <= 64 ? rx_decode(text, n, cp, bits, NULL) : 0;
     rx_text t = { cp, bits };
     rx_scratch s = { 0 };
     rx_memo memo;
