@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "platform/platform.h"
 #include "core/buf.h"
 
 int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...) {
@@ -73,22 +74,45 @@ void cli_progress(float fraction, void *label) {
     fflush(stderr);
 }
 
-char *cli_read_stdin(size_t *len) {
+/* All of f, NUL-terminated, at most max bytes. */
+static char *read_all(FILE *f, size_t max, size_t *len) {
     buf b = { 0 };
     char chunk[65536];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) {
-        if (!buf_append(&b, chunk, n)) {
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (b.len + n > max || !buf_append(&b, chunk, n)) {
             buf_free(&b);
             return NULL;
         }
     }
-    if (ferror(stdin) || !buf_append(&b, "", 1)) {
+    if (ferror(f) || !buf_append(&b, "", 1)) {
         buf_free(&b);
         return NULL;
     }
     *len = b.len - 1;
     return b.data;
+}
+
+char *cli_read_stdin(size_t *len) {
+    return read_all(stdin, SIZE_MAX - 1, len);
+}
+
+char *cli_read_file(const char *path, size_t max, size_t *len) {
+    FILE *f = plat_fopen(path, "rb");
+    if (!f) {
+        cli_fail("%s: cannot open it", path);
+        return NULL;
+    }
+    char *text = read_all(f, max, len);
+    fclose(f);
+    if (!text)
+        cli_fail("%s: cannot read it (over %zu bytes, or a read error)", path, max);
+    else if (strlen(text) != *len) {
+        cli_fail("%s: holds a NUL byte: not a text file", path);
+        free(text);
+        text = NULL;
+    }
+    return text;
 }
 
 brasa_model *cli_open_model(const char *path) {

@@ -23,6 +23,7 @@ int cmd_fit(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 int cmd_serve(int argc, char **argv); /* when built with the server (BRASA_SERVER) */
 
 /* Prints "brasa CMD: message" and the command's usage to stderr; returns CLI_USAGE. */
@@ -38,6 +39,9 @@ bool cli_parse_kv_type(const char *s, int32_t *out);
 bool cli_parse_gpu_layers(const char *s, int32_t *out);
 /* Reads all of stdin; returns a malloc'ed buffer (caller frees) or NULL on failure. */
 char *cli_read_stdin(size_t *len);
+/* Reads a text file of at most max bytes, NUL-terminated (caller frees); NULL after printing why. */
+char *cli_read_file(const char *path, size_t max, size_t *len);
+#define CLI_MAX_TEMPLATE_BYTES (1u << 20) /* a chat template or a messages file */
 /* A progress callback (brasa_model_params, brasa_context_params, brasa_tune_params) that prints
  * "LABEL NN%" over itself on stderr and clears the line at 100%; user is the label. Pass it only
  * when stderr is a terminal. */

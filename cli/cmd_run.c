@@ -145,9 +145,10 @@ static brasa_token *chat_tokens(const brasa_model *m, const brasa_chat_params *c
 
 static volatile int interrupted;
 
-static brasa_chat_params chat_params(const gen_options *o) {
+static brasa_chat_params chat_params(const gen_options *o, const char *chat_template) {
     brasa_chat_params cp = brasa_chat_default_params();
     cp.format = o->chat_format;
+    cp.template_text = chat_template;
     cp.enable_thinking = o->think;
     return cp;
 }
@@ -191,17 +192,20 @@ int cmd_run(int argc, char **argv) {
         free(stdin_text);
         return cli_fail("the prompt is empty: give some text with -p");
     }
+    bool failed;
+    char *chat_template = gen_chat_template(&o, &failed);
     brasa_model *m;
     brasa_context *c;
     brasa_sampler *s;
-    if (!gen_open(&o, &m, &c, &s)) {
+    if (failed || !gen_open(&o, &m, &c, &s)) {
+        free(chat_template);
         free(stdin_text);
         return CLI_FAILED;
     }
     brasa_error err;
     size_t n = 0;
     brasa_token *tokens;
-    const brasa_chat_params cp = chat_params(&o);
+    const brasa_chat_params cp = chat_params(&o, chat_template);
     reply_view view;
     view_init(&view, o.chat ? brasa_chat_reasoning_start(m, &cp) : BRASA_REASONING_NONE, NULL);
     if (o.chat) {
@@ -241,6 +245,7 @@ int cmd_run(int argc, char **argv) {
     }
     free(tokens);
     free(stdin_text);
+    free(chat_template);
     brasa_sampler_free(s);
     brasa_context_free(c);
     brasa_model_free(m);
@@ -347,20 +352,29 @@ int cmd_chat(int argc, char **argv) {
     }
     if (!o.model_path)
         return cli_usage_error("chat", chat_usage, "missing -m MODEL");
+    bool failed;
+    char *chat_template = gen_chat_template(&o, &failed);
     brasa_model *m;
     brasa_context *c;
     brasa_sampler *s;
-    if (!gen_open(&o, &m, &c, &s))
+    if (failed || !gen_open(&o, &m, &c, &s)) {
+        free(chat_template);
         return CLI_FAILED;
+    }
     brasa_error err;
-    brasa_chat_params cp = chat_params(&o);
-    const char *format = cp.format = o.chat_format ? o.chat_format : brasa_chat_format_detect(m);
+    const brasa_chat_params cp = chat_params(&o, chat_template);
+    brasa_model_desc desc;
+    brasa_model_describe(m, &desc);
+    const char *format = o.chat_format                    ? o.chat_format
+                         : chat_template || desc.chat_template ? "its template"
+                                                               : brasa_chat_format_detect(m);
     if (!format) {
+        free(chat_template);
         brasa_sampler_free(s);
         brasa_context_free(c);
         brasa_model_free(m);
-        return cli_fail("this model's chat format is not recognized: choose one with --chat-format (%s)",
-                        brasa_chat_format_names());
+        return cli_fail("this model has no chat template and brasa recognizes no format: give one with "
+                        "--chat-template-file, or choose --chat-format (%s)", brasa_chat_format_names());
     }
     const bool tty = plat_is_terminal(0);
     conversation cv = { 0 };
@@ -371,7 +385,7 @@ int cmd_chat(int argc, char **argv) {
     }
     const brasa_chat_reasoning reasoning = brasa_chat_reasoning_start(m, &cp);
     if (tty)
-        fprintf(stderr, "brasa chat (%s format%s): /exit to leave, /reset to start over, Ctrl-C stops a reply\n", format,
+        fprintf(stderr, "brasa chat (chat format: %s%s): /exit to leave, /reset to start over, Ctrl-C stops a reply\n", format,
                 reasoning == BRASA_REASONING_NONE ? "" : o.think ? ", thinking on" : ", thinking off");
     int rc = CLI_OK;
     for (;;) {
@@ -454,6 +468,7 @@ int cmd_chat(int argc, char **argv) {
     free(cv.msgs);
     free(cv.in_ctx);
     buf_free(&cv.reply);
+    free(chat_template);
     brasa_sampler_free(s);
     brasa_context_free(c);
     brasa_model_free(m);

@@ -8,6 +8,7 @@ static const char usage[] =
     "Usage: brasa serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--threads N]\n"
     "                   [--api-key KEY | --no-auth] [--timeout S] [--queue N] [--max-body BYTES]\n"
     "                   [--kv-type f16|f32] [--device DEV] [--gpu-layers N|auto|all]\n"
+    "                   [--chat-template-file FILE]\n"
     "\n"
     "Serves the model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions,\n"
     "/v1/models, /health, /metrics) and a chat page at /. Up to --parallel requests (default 4) decode\n"
@@ -15,12 +16,14 @@ static const char usage[] =
     "--kv-type f32. --device (cpu, cuda, hip, cuda:N, hip:N) chooses where the model runs; one server\n"
     "owns a device; on a GPU, --gpu-layers puts all, N, or as many layers as fit (auto, the default)\n"
     "there. Binding to an address other than loopback needs --api-key (or --no-auth). The key is also\n"
-    "read from BRASA_API_KEY.\n"
+    "read from BRASA_API_KEY. Chats are rendered with the model's own template (tools, JSON output and\n"
+    "logprobs as OpenAI's API has them), or with the Jinja template in --chat-template-file.\n"
     "SIGINT or SIGTERM stops it after the requests in flight.\n";
 
 int cmd_serve(int argc, char **argv) {
     srv_config cfg = { .host = "127.0.0.1", .port = 8080, .parallel = 4, .ctx = 4096, .timeout_s = 30,
                        .max_queue = 64, .max_body = 8u << 20 };
+    const char *template_path = NULL;
     const char *env_key = getenv("BRASA_API_KEY");
     if (env_key && env_key[0])
         cfg.api_key = env_key;
@@ -42,6 +45,8 @@ int cmd_serve(int argc, char **argv) {
             cfg.model_path = v;
         else if (strcmp(a, "--host") == 0)
             cfg.host = v;
+        else if (strcmp(a, "--chat-template-file") == 0)
+            template_path = v;
         else if (strcmp(a, "--api-key") == 0) {
             if (!v[0])
                 return cli_usage_error("serve", usage, "--api-key must not be empty");
@@ -86,5 +91,12 @@ int cmd_serve(int argc, char **argv) {
     }
     if (!cfg.model_path)
         return cli_usage_error("serve", usage, "-m MODEL is required");
-    return srv_run(&cfg);
+    char *chat_template = NULL;
+    size_t len;
+    if (template_path && !(chat_template = cli_read_file(template_path, CLI_MAX_TEMPLATE_BYTES, &len)))
+        return CLI_FAILED;
+    cfg.chat_template = chat_template;
+    const int rc = srv_run(&cfg);
+    free(chat_template);
+    return rc;
 }

@@ -29,9 +29,21 @@ const char gen_options_help[] =
     "  --frequency-penalty P   subtract P per repetition (default 0)\n"
     "  --seed S                reproducible sampling (default: random)\n"
     "  --stop TEXT             stop when TEXT appears (repeatable)\n"
-    "  --chat-format NAME      chatml, gemma, llama3 or qwen3 (default: from the model)\n"
+    "  --chat-template-file F  format chats with the Jinja template in F instead of the model's own\n"
+    "  --chat-format NAME      a built-in format instead of the template: chatml, gemma, llama3 or\n"
+    "                          qwen3 (default: the model's template; built-in only without one)\n"
     "  --think, --no-think     with a format that reasons (qwen3): let the model think before it\n"
     "                          answers (default), or answer at once\n";
+
+char *gen_chat_template(const gen_options *o, bool *failed) {
+    *failed = false;
+    if (!o->chat_template_file)
+        return NULL;
+    size_t len;
+    char *text = cli_read_file(o->chat_template_file, CLI_MAX_TEMPLATE_BYTES, &len);
+    *failed = text == NULL;
+    return text;
+}
 
 void gen_options_defaults(gen_options *o) {
     memset(o, 0, sizeof *o);
@@ -82,6 +94,9 @@ int gen_options_parse(gen_options *o, const char *cmd, const char *usage, int ar
     } else if (strcmp(a, "--chat-format") == 0) {
         NEED_VALUE();
         o->chat_format = v;
+    } else if (strcmp(a, "--chat-template-file") == 0) {
+        NEED_VALUE();
+        o->chat_template_file = v;
     } else if (strcmp(a, "--think") == 0 || strcmp(a, "--no-think") == 0) {
         o->think = strcmp(a, "--think") == 0;
         o->think_given = true;

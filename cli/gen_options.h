@@ -14,6 +14,7 @@ typedef struct gen_options {
     const char *prompt;
     const char *system;
     const char *chat_format;
+    const char *chat_template_file; /* a Jinja template to use instead of the model's */
     bool chat;
     bool think;        /* formats that reason: let the model think first (--think, the default) */
     bool think_given;  /* --think or --no-think was given */
@@ -32,6 +33,9 @@ int gen_options_parse(gen_options *o, const char *cmd, const char *usage, int ar
 
 /* The options' help text, for the commands' usage. */
 extern const char gen_options_help[];
+
+/* The template file's text (caller frees), or NULL without one; *failed after printing why. */
+char *gen_chat_template(const gen_options *o, bool *failed);
 
 /* Opens the model (with progress on a terminal), a context and a sampler; prints errors. */
 bool gen_open(const gen_options *o, brasa_model **model, brasa_context **ctx, brasa_sampler **sampler);

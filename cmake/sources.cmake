@@ -1,6 +1,7 @@
 # The source lists, in one place, so the library and its sanitized twin cannot drift apart.
 set(BRASA_LIB_SOURCES
   src/core/error.c
+  src/core/json.c
   src/core/strmap.c
   src/core/f16.c
   src/core/pool.c
@@ -34,16 +35,28 @@ set(BRASA_LIB_SOURCES
   src/models/qwen2.c
   src/models/qwen3.c
   src/models/gemma3.c
+  src/template/jinja_lex.c
+  src/template/jinja_parse.c
+  src/template/jinja_value.c
+  src/template/jinja_eval.c
+  src/template/jinja_builtins.c
   src/engine/layout.c
   src/engine/offload.c
   src/engine/context.c
   src/engine/sampler.c
+  src/engine/constraint.c
   src/engine/chat.c
+  src/engine/chat_builtin.c
   src/engine/reasoning.c
+  src/engine/toolcall.c
   src/engine/stream.c
   src/engine/generate.c
   src/engine/system.c
   src/api/tokens.c
+  src/grammar/build.c
+  src/grammar/schema.c
+  src/grammar/match.c
+  src/grammar/vocab.c
   src/tools/devices.c
   src/tools/catalog.c
   src/tools/fit.c
@@ -64,6 +77,7 @@ set(BRASA_CLI_SOURCES
   cli/json.c
   cli/cmd_info.c
   cli/cmd_tokenize.c
+  cli/cmd_template.c
   cli/cmd_run.c
   cli/gen_options.c
   cli/cmd_bench.c
@@ -78,6 +92,7 @@ set(BRASA_SERVER_SOURCES
   src/server/api.c
   src/server/metrics.c
   src/server/sched.c
+  src/server/reply.c
   src/server/server.c
   src/server/webui.c
   cli/cmd_serve.c

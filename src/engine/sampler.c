@@ -1,6 +1,8 @@
 /* sampler.c: turning logits into a token: penalties over recent tokens, then top-k, top-p and min-p
  * filters, temperature, and a draw from a seeded xoshiro256** generator, so that a seed reproduces a
- * run on any machine and any thread count. Scratch for the candidates is kept between calls. */
+ * run on any machine and any thread count. Scratch for the candidates is kept between calls. A
+ * constraint (constraint.c) checks the token drawn and, only when it refuses it, masks the
+ * vocabulary and draws again. Also the log-probabilities the API reports. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 
 #include "brasa.h"
 #include "core/error.h"
+#include "engine/constraint.h"
 
 typedef struct candidate {
     int32_t id;
@@ -23,6 +26,9 @@ struct brasa_sampler {
     int32_t cap;
     brasa_token *recent; /* ring of the last penalty_last_n tokens */
     int32_t n_recent, head;
+    constraint_state *constraint; /* NULL: free text */
+    float *masked;       /* scratch: the logits the constraint allows */
+    int32_t masked_cap;
 };
 
 brasa_sampler_params brasa_sampler_default_params(void) {
@@ -115,7 +121,23 @@ void brasa_sampler_free(brasa_sampler *s) {
         return;
     free(s->cand);
     free(s->recent);
+    constraint_state_free(s->constraint);
+    free(s->masked);
     free(s);
+}
+
+brasa_status brasa_sampler_set_constraint(brasa_sampler *s, const brasa_constraint *c, brasa_error *err) {
+    if (!s)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_sampler_set_constraint: no sampler");
+    constraint_state *next = NULL;
+    if (c) {
+        brasa_status st = constraint_state_create(c, &next, err);
+        if (st != BRASA_OK)
+            return st;
+    }
+    constraint_state_free(s->constraint);
+    s->constraint = next;
+    return BRASA_OK;
 }
 
 uint64_t brasa_sampler_seed(const brasa_sampler *s) {
@@ -126,6 +148,8 @@ void brasa_sampler_reset(brasa_sampler *s) {
     s->n_recent = 0;
     s->head = 0;
     seed_rng(s);
+    if (s->constraint)
+        constraint_reset(s->constraint);
 }
 
 void brasa_sampler_accept(brasa_sampler *s, brasa_token t) {
@@ -170,9 +194,47 @@ static void apply_penalties(brasa_sampler *s, int32_t n_vocab) {
     }
 }
 
+static brasa_token sample_free(brasa_sampler *s, const float *logits, int32_t n_vocab);
+
+/* Under a constraint: the model's own choice when the constraint allows it, else a draw from the
+ * logits the constraint allows (the end token when it allows nothing: a dead end cannot go on). */
+static brasa_token sample_constrained(brasa_sampler *s, const float *logits, int32_t n_vocab) {
+    constraint_state *c = s->constraint;
+    if (constraint_finished(c))
+        return constraint_end_token(c);
+    brasa_token t = sample_free(s, logits, n_vocab);
+    if (t != BRASA_TOKEN_NONE && constraint_allows(c, t)) {
+        constraint_take(c, t);
+        return t;
+    }
+    if (s->masked_cap < n_vocab) {
+        float *m = realloc(s->masked, (size_t)n_vocab * sizeof *m);
+        if (!m)
+            return BRASA_TOKEN_NONE;
+        s->masked = m;
+        s->masked_cap = n_vocab;
+    }
+    if (constraint_mask(c, logits, n_vocab, s->masked) == 0)
+        return constraint_end_token(c);
+    t = sample_free(s, s->masked, n_vocab);
+    if (t == BRASA_TOKEN_NONE || !constraint_allows(c, t)) {
+        /* a draw can only land on a refused token through rounding at the very end: take the best allowed */
+        t = 0;
+        for (int32_t i = 1; i < n_vocab; i++)
+            if (s->masked[i] > s->masked[t])
+                t = i;
+    }
+    constraint_take(c, t);
+    return t;
+}
+
 brasa_token brasa_sampler_sample(brasa_sampler *s, const float *logits, int32_t n_vocab) {
     if (!s || !logits || n_vocab <= 0)
         return BRASA_TOKEN_NONE;
+    return s->constraint ? sample_constrained(s, logits, n_vocab) : sample_free(s, logits, n_vocab);
+}
+
+static brasa_token sample_free(brasa_sampler *s, const float *logits, int32_t n_vocab) {
     const brasa_sampler_params *p = &s->p;
     if (p->temperature <= 0.0f && !penalties_apply(s)) {
         /* greedy without penalties: the first largest logit, as below, without copying them all */
@@ -257,4 +319,32 @@ brasa_token brasa_sampler_sample(brasa_sampler *s, const float *logits, int32_t 
             return c[i].id;
     }
     return c[n - 1].id;
+}
+
+float brasa_logprobs(const float *logits, int32_t n_vocab, brasa_token token, int32_t n_top, brasa_token_logprob *top) {
+    if (!logits || n_vocab <= 0)
+        return -INFINITY;
+    float max = logits[0];
+    for (int32_t i = 1; i < n_vocab; i++)
+        max = logits[i] > max ? logits[i] : max;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        sum += exp((double)logits[i] - (double)max);
+    const double log_z = (double)max + log(sum > 1.0 ? sum : 1.0); /* the largest logit alone adds 1 */
+    n_top = n_top < 0 ? 0 : n_top > 20 ? 20 : n_top > n_vocab ? n_vocab : n_top;
+    int32_t kept = 0;
+    for (int32_t i = 0; i < n_vocab && top && n_top > 0; i++) {
+        /* insertion into the n_top best so far; ties by lower id, as the sampler orders them */
+        if (kept == n_top && logits[i] <= logits[top[kept - 1].token])
+            continue;
+        int32_t j = kept < n_top ? kept++ : kept - 1;
+        while (j > 0 && logits[i] > logits[top[j - 1].token]) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j].token = i;
+    }
+    for (int32_t k = 0; k < kept; k++)
+        top[k].logprob = (float)((double)logits[top[k].token] - log_z);
+    return token >= 0 && token < n_vocab ? (float)((double)logits[token] - log_z) : -INFINITY;
 }

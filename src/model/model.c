@@ -43,7 +43,9 @@ static brasa_status describe(brasa_model *m, brasa_error *err) {
     snprintf(scaling_key, sizeof scaling_key, "%s.rope.scaling.type", b.data ? b.data + arch_at : "");
     size_t scaling_at = keep_string(&b, f, scaling_key);
     size_t template_at = keep_string(&b, f, "tokenizer.chat_template");
-    if (arch_at == SIZE_MAX || name_at == SIZE_MAX || tmodel_at == SIZE_MAX || tpre_at == SIZE_MAX ||
+    size_t tool_use_at = keep_string(&b, f, "tokenizer.chat_template.tool_use");
+    if (tool_use_at == SIZE_MAX ||
+        arch_at == SIZE_MAX || name_at == SIZE_MAX || tmodel_at == SIZE_MAX || tpre_at == SIZE_MAX ||
         scaling_at == SIZE_MAX || template_at == SIZE_MAX) {
         buf_free(&b);
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
@@ -56,6 +58,8 @@ static brasa_status describe(brasa_model *m, brasa_error *err) {
     d->tokenizer_pre = m->strings + tpre_at;
     d->rope_scaling = m->strings[scaling_at] ? m->strings + scaling_at : "none";
     d->chat_template = gguf_find(f, "tokenizer.chat_template") ? m->strings + template_at : NULL;
+    d->chat_template_tool_use =
+        gguf_find(f, "tokenizer.chat_template.tool_use") ? m->strings + tool_use_at : NULL;
 
     d->gguf_version = gguf_version(f);
     d->file_bytes = gguf_file_size(f);

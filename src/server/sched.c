@@ -26,8 +26,12 @@ struct sched_job {
     int32_t max_tokens;
     brasa_sampler_params sampling;
     char *stop[MAX_STOP + 1];
+    brasa_constraint *constraint;
+    int32_t logprobs;
+    bool control_text;
     /* shared with the readers, under the scheduler's mutex */
     buf text;
+    sched_logprobs lp;
     sched_finish finish;
     int32_t n_generated;
     char error[512];
@@ -75,6 +79,8 @@ static void job_unref_locked(sched_job *j) {
     for (int i = 0; i < MAX_STOP; i++)
         free(j->stop[i]);
     buf_free(&j->text);
+    free(j->lp.data);
+    brasa_constraint_free(j->constraint);
     plat_cond_free(j->ready);
     free(j);
 }
@@ -179,7 +185,9 @@ static void admit_locked(sched *s) {
         slot *sl = &s->slots[best];
         brasa_error err;
         if (brasa_sampler_create(&j->sampling, &sl->sampler, &err) != BRASA_OK ||
-            brasa_decoder_create(s->model, BRASA_DETOKENIZE_DEFAULT, &sl->decoder, &err) != BRASA_OK) {
+            (j->constraint && brasa_sampler_set_constraint(sl->sampler, j->constraint, &err) != BRASA_OK) ||
+            brasa_decoder_create(s->model, j->control_text ? BRASA_DETOKENIZE_SPECIAL : BRASA_DETOKENIZE_DEFAULT,
+                                 &sl->decoder, &err) != BRASA_OK) {
             brasa_sampler_free(sl->sampler);
             sl->sampler = NULL;
             j->finish = SCHED_FAILED;
@@ -203,11 +211,39 @@ static void admit_locked(sched *s) {
 
 /* Samples the slot's next token from its sequence's logits and streams its text; ends the job when
  * it is done. */
+/* Records token t's log-probability for the job's reader (not an end-of-generation token: the
+ * reply's text does not hold it). */
+static bool record_logprob(sched *s, sched_job *j, const float *logits, brasa_token t) {
+    sched_logprob r = { .token = t, .n_top = j->logprobs };
+    r.logprob = brasa_logprobs(logits, brasa_logits_size(s->ctx), t, j->logprobs, r.top);
+    plat_mutex_lock(s->mu);
+    bool ok = true;
+    if (j->lp.len == j->lp.cap) {
+        const size_t cap = j->lp.cap ? j->lp.cap * 2 : 64;
+        sched_logprob *p = realloc(j->lp.data, cap * sizeof *p);
+        if (p) {
+            j->lp.data = p;
+            j->lp.cap = cap;
+        } else {
+            ok = false;
+        }
+    }
+    if (ok)
+        j->lp.data[j->lp.len++] = r;
+    plat_mutex_unlock(s->mu);
+    return ok;
+}
+
 static void slot_sample(sched *s, int seq) {
     slot *sl = &s->slots[seq];
     sched_job *j = sl->job;
-    const brasa_token t = brasa_sampler_sample(sl->sampler, brasa_seq_logits(s->ctx, seq), brasa_logits_size(s->ctx));
+    const float *logits = brasa_seq_logits(s->ctx, seq);
+    const brasa_token t = brasa_sampler_sample(sl->sampler, logits, brasa_logits_size(s->ctx));
     if (t == BRASA_TOKEN_NONE) {
+        slot_finish(s, sl, SCHED_FAILED, "out of memory while sampling");
+        return;
+    }
+    if (j->logprobs >= 0 && !brasa_token_is_eog(s->model, t) && !record_logprob(s, j, logits, t)) {
         slot_finish(s, sl, SCHED_FAILED, "out of memory while sampling");
         return;
     }
@@ -434,8 +470,13 @@ const char *sched_tuning_note(const sched *s) {
 
 sched_job *sched_submit(sched *s, const sched_job_params *p) {
     sched_job *j = calloc(1, sizeof *j);
-    if (!j)
+    if (!j) {
+        brasa_constraint_free(p->constraint);
         return NULL;
+    }
+    j->constraint = p->constraint;
+    j->logprobs = p->logprobs < 20 ? p->logprobs : 20;
+    j->control_text = p->control_text;
     j->prompt = malloc(p->n_prompt * sizeof *j->prompt);
     j->ready = plat_cond_create();
     bool ok = j->prompt != NULL && j->ready != NULL;
@@ -472,13 +513,30 @@ sched_job *sched_submit(sched *s, const sched_job_params *p) {
     return j;
 }
 
-bool sched_job_read(sched *s, sched_job *j, double seconds, buf *out, sched_progress *pr) {
+bool sched_job_read(sched *s, sched_job *j, double seconds, buf *out, sched_logprobs *lp, sched_progress *pr) {
     plat_mutex_lock(s->mu);
     if (j->text.len == 0 && j->finish == SCHED_RUNNING && seconds > 0)
         plat_cond_timedwait(j->ready, s->mu, seconds);
-    const bool ok = buf_append(out, j->text.data, j->text.len);
+    bool ok = buf_append(out, j->text.data, j->text.len);
     if (ok)
         j->text.len = 0;
+    if (ok && lp && j->lp.len > 0) {
+        if (lp->len + j->lp.len > lp->cap) {
+            const size_t cap = lp->len + j->lp.len + 64;
+            sched_logprob *p = realloc(lp->data, cap * sizeof *p);
+            if (p) {
+                lp->data = p;
+                lp->cap = cap;
+            } else {
+                ok = false;
+            }
+        }
+        if (ok) {
+            memcpy(lp->data + lp->len, j->lp.data, j->lp.len * sizeof *lp->data);
+            lp->len += j->lp.len;
+            j->lp.len = 0;
+        }
+    }
     pr->finish = j->finish;
     pr->n_prompt = (int32_t)j->n_prompt;
     pr->n_generated = j->n_generated;

@@ -43,7 +43,25 @@ typedef struct sched_job_params {
     int32_t max_tokens;        /* > 0 */
     brasa_sampler_params sampling;
     const char *const *stop;   /* NULL-terminated, copied; may be NULL */
+    brasa_constraint *constraint; /* the output's grammar, taken over by the job (even when
+                                   * sched_submit fails); may be NULL */
+    int32_t logprobs;          /* -1: none; else record each token's log-probability and this many
+                                * most likely alternatives (at most 20) */
+    bool control_text;         /* the text holds control tokens' text (a tool-call parser reads it) */
 } sched_job_params;
+
+/* A generated token's log-probability and the most likely alternatives at its step. */
+typedef struct sched_logprob {
+    brasa_token token;
+    float logprob;
+    int32_t n_top;
+    brasa_token_logprob top[20];
+} sched_logprob;
+
+typedef struct sched_logprobs {
+    sched_logprob *data;
+    size_t len, cap;
+} sched_logprobs;
 
 /* What a reader learns from sched_job_read. */
 typedef struct sched_progress {
@@ -63,9 +81,10 @@ const char *sched_tuning_note(const sched *s);
 
 /* Queues a job; NULL when the queue is full (or out of memory). The caller holds one reference. */
 sched_job *sched_submit(sched *s, const sched_job_params *p);
-/* Waits up to `seconds` for news, appends the job's new text to out, and reports where it stands.
+/* Waits up to `seconds` for news, appends the job's new text to out (and, when lp is not NULL, the
+ * log-probabilities of the tokens made since the last read), and reports where it stands.
  * Returns false when out of memory. */
-bool sched_job_read(sched *s, sched_job *j, double seconds, buf *out, sched_progress *progress);
+bool sched_job_read(sched *s, sched_job *j, double seconds, buf *out, sched_logprobs *lp, sched_progress *progress);
 /* Ends the job at the next step (a client went away); its slot is freed then. */
 void sched_job_cancel(sched *s, sched_job *j);
 /* Drops the caller's reference. */

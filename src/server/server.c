@@ -1,7 +1,8 @@
 /* server.c: the HTTP side of `brasa serve` on libmicrohttpd: routes, the API key, body limits,
  * OpenAI-shaped errors, whole and streamed (server-sent events) replies read from scheduler jobs,
- * a reasoning format's reasoning kept apart from the answer, cancellation when a client goes away,
- * the device lock and the shutdown sequence. */
+ * reasoning and tool calls kept apart from the answer (reply.c), output held to a JSON Schema or a
+ * forced tool call (a brasa_constraint per request), log-probabilities, cancellation when a
+ * client goes away, the device lock and the shutdown sequence. */
 #include "server/server.h"
 
 #include <microhttpd.h>
@@ -13,10 +14,12 @@
 
 #include "brasa.h"
 #include "core/buf.h"
-#include "engine/reasoning.h"
+#include "core/json.h"
+#include "engine/toolcall.h"
 #include "platform/platform.h"
 #include "server/api.h"
 #include "server/metrics.h"
+#include "server/reply.h"
 #include "server/sched.h"
 
 #define READ_WAIT_SECONDS 0.1
@@ -51,9 +54,13 @@ typedef struct conn {
     bool include_usage, first_chunk, ended;
     buf out;                /* SSE bytes not yet handed to the server library */
     size_t out_pos;
-    reasoning_splitter split; /* the job's text into reasoning and answer (all answer without reasoning) */
-    buf reasoning, answer;  /* what the splitter gave since they were last sent */
-    bool split_oom;
+    reply rp;               /* the job's text into reasoning, content and tool calls */
+    bool rp_ready;
+    bool want_logprobs;
+    sched_logprobs lp;      /* read from the job, not yet sent */
+    api_token_logprobs *lp_api; /* lp as the API writes them, and their tokens' text */
+    size_t lp_api_cap;
+    buf lp_text;
 } conn;
 
 static const char *route_label(route r) {
@@ -119,26 +126,73 @@ static bool peer_gone(conn *c) {
     return ci && plat_socket_peer_closed((int)ci->connect_fd);
 }
 
-static bool conn_part(reasoning_part part, const char *text, size_t len, void *user) {
-    conn *c = user;
-    if (!buf_append(part == REASONING_THOUGHT ? &c->reasoning : &c->answer, text, len))
-        c->split_oom = true;
-    return !c->split_oom;
+/* The log-probabilities read so far, as the API writes them (token texts in c->lp_text). */
+static bool logprobs_view(conn *c, api_message *m) {
+    m->want_logprobs = c->want_logprobs;
+    if (!c->want_logprobs || c->lp.len == 0)
+        return true;
+    if (c->lp.len > c->lp_api_cap) {
+        api_token_logprobs *p = realloc(c->lp_api, c->lp.len * sizeof *p);
+        if (!p)
+            return false;
+        c->lp_api = p;
+        c->lp_api_cap = c->lp.len;
+    }
+    /* texts first (the buffer may move while it grows), pointers after */
+    c->lp_text.len = 0;
+    size_t *at = calloc(c->lp.len * 21, sizeof *at);
+    bool ok = at != NULL;
+    for (size_t i = 0; ok && i < c->lp.len; i++) {
+        const sched_logprob *r = &c->lp.data[i];
+        for (int32_t k = -1; ok && k < r->n_top; k++) {
+            char piece[256];
+            size_t len = 0;
+            const brasa_token t = k < 0 ? r->token : r->top[k].token;
+            if (brasa_detokenize(c->srv->model, &t, 1, BRASA_DETOKENIZE_SPECIAL, piece, sizeof piece, &len, NULL) != BRASA_OK)
+                len = 0;
+            at[i * 21 + (size_t)(k + 1)] = c->lp_text.len;
+            ok = buf_append(&c->lp_text, piece, len < sizeof piece ? len : 0);
+        }
+    }
+    for (size_t i = 0; ok && i < c->lp.len; i++) {
+        const sched_logprob *r = &c->lp.data[i];
+        api_token_logprobs *o = &c->lp_api[i];
+        const size_t *pos = at + i * 21;
+        size_t end = i + 1 < c->lp.len ? at[(i + 1) * 21] : c->lp_text.len;
+        for (int32_t k = -1; k < r->n_top; k++) {
+            const size_t from = pos[k + 1], to = k + 1 < r->n_top ? pos[k + 2] : end;
+            const api_logprob v = { c->lp_text.data + from, to - from, k < 0 ? r->logprob : r->top[k].logprob };
+            if (k < 0)
+                o->chosen = v;
+            else
+                o->top[k] = v;
+        }
+        o->n_top = r->n_top;
+    }
+    free(at);
+    m->logprobs = c->lp_api;
+    m->n_logprobs = ok ? c->lp.len : 0;
+    return ok;
 }
 
-/* SSE chunks of what the splitter gave: reasoning, then answer. */
-static bool split_chunks(conn *c) {
-    bool ok = !c->split_oom;
-    if (ok && c->reasoning.len > 0) {
-        ok = api_reasoning_chunk_sse(&c->reply, c->first_chunk, c->reasoning.data, c->reasoning.len, &c->out);
+/* An SSE chunk of what came since the last one, when anything did. */
+static bool send_parts(conn *c) {
+    api_message m;
+    reply_take(&c->rp, &m);
+    if (!logprobs_view(c, &m))
+        return false;
+    bool ok = true;
+    if (m.content_len || m.reasoning_len || m.n_calls || m.n_logprobs) {
+        ok = api_chunk_sse(&c->reply, c->first_chunk, &m, NULL, &c->out);
         c->first_chunk = false;
     }
-    if (ok && c->answer.len > 0) {
-        ok = api_chunk_sse(&c->reply, c->first_chunk, c->answer.data, c->answer.len, NULL, &c->out);
-        c->first_chunk = false;
-    }
-    c->reasoning.len = c->answer.len = 0;
+    reply_taken(&c->rp);
+    c->lp.len = 0;
     return ok;
+}
+
+static const char *finish_reason(const conn *c, sched_finish f) {
+    return f == SCHED_STOP && c->rp.n_calls > 0 ? "tool_calls" : finish_name(f);
 }
 
 /* The streamed reply: SSE events made from the job's text as it arrives. */
@@ -152,14 +206,14 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *dst, size_t max) {
             return MHD_CONTENT_READER_END_OF_STREAM;
         buf text = { 0 };
         sched_progress pr;
-        if (!sched_job_read(s->sched, c->job, READ_WAIT_SECONDS, &text, &pr)) {
+        if (!sched_job_read(s->sched, c->job, READ_WAIT_SECONDS, &text, c->want_logprobs ? &c->lp : NULL, &pr)) {
             buf_free(&text);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        reasoning_push(&c->split, text.data, text.len);
+        bool ok = reply_push(&c->rp, text.data, text.len);
         if (pr.finish != SCHED_RUNNING)
-            reasoning_finish(&c->split);
-        bool ok = split_chunks(c);
+            ok = reply_finish(&c->rp) && ok;
+        ok = ok && send_parts(c);
         buf_free(&text);
         if (pr.finish == SCHED_FAILED || pr.finish == SCHED_CANCELLED) {
             const char *msg = pr.finish == SCHED_FAILED ? pr.error : "the server is shutting down";
@@ -168,7 +222,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *dst, size_t max) {
                  buf_append(&c->out, "\n\ndata: [DONE]\n\n", 16);
             c->ended = true;
         } else if (pr.finish != SCHED_RUNNING) {
-            ok = ok && api_chunk_sse(&c->reply, c->first_chunk, "", 0, finish_name(pr.finish), &c->out);
+            const api_message none = { .want_logprobs = c->want_logprobs };
+            ok = ok && api_chunk_sse(&c->reply, c->first_chunk, &none, finish_reason(c, pr.finish), &c->out);
             if (c->include_usage)
                 ok = ok && api_usage_sse(&c->reply, pr.n_prompt, pr.n_generated, &c->out);
             ok = ok && buf_append(&c->out, "data: [DONE]\n\n", 14);
@@ -199,7 +254,7 @@ static bool request_tokens(conn *c, const api_request *rq, const brasa_chat_para
     brasa_error err;
     brasa_status st;
     if (rq->kind == API_CHAT)
-        st = brasa_chat_tokenize_with(s->model, rq->messages, rq->n_messages, cp, *tokens, cap, n, &err);
+        st = brasa_chat_tokenize_json(s->model, rq->messages_json, strlen(rq->messages_json), cp, *tokens, cap, n, &err);
     else
         st = brasa_tokenize(s->model, rq->prompt, strlen(rq->prompt), BRASA_TOKENIZE_ADD_BOS, *tokens, cap, n, &err);
     if (st == BRASA_OK && *n >= (size_t)s->cfg->ctx)
@@ -216,6 +271,64 @@ static bool request_tokens(conn *c, const api_request *rq, const brasa_chat_para
                           err.message);
         return false;
     }
+    return true;
+}
+
+/* The template that renders this chat (as brasa_chat_render picks it), for the calls' syntax. */
+static const char *chat_template_of(const server *s, const brasa_chat_params *cp) {
+    brasa_model_desc d;
+    brasa_model_describe(s->model, &d);
+    if (cp->template_text)
+        return cp->template_text;
+    return cp->tools_json && d.chat_template_tool_use ? d.chat_template_tool_use : d.chat_template;
+}
+
+/* What a chat's output is held to: the tool-call syntax of the template (a 400 when tools are
+ * offered to a template without tool support), and a constraint for a forced call or a
+ * response_format. A constrained reply starts with what the constraint allows, so a model's
+ * thinking is turned off for it. False after sending the error. */
+static bool plan_output(conn *c, const api_request *rq, brasa_chat_params *cp, toolcall_format *format,
+                        brasa_constraint **constraint, enum MHD_Result *res) {
+    server *s = c->srv;
+    const toolcall_format f = toolcall_detect(chat_template_of(s, cp));
+    *format = rq->tools_json || f == TOOLCALL_HARMONY ? f : TOOLCALL_NONE;
+    if (rq->tools_json && f == TOOLCALL_NONE) {
+        *res = send_error(c, 400, "invalid_request_error", "tools", NULL,
+                          "this model's chat template has no tool support (or writes calls in a syntax brasa does not "
+                          "read): give a template that does with --chat-template-file, or send no tools");
+        return false;
+    }
+    const bool forced = rq->tools_json && (rq->tool_choice == API_TOOLS_REQUIRED || rq->tool_choice == API_TOOLS_NAMED);
+    if (!forced && !rq->schema_json)
+        return true;
+    brasa_error err;
+    brasa_status st;
+    if (forced) {
+        json_doc *tools = NULL;
+        buf prefix = { 0 }, schema = { 0 }, suffix = { 0 };
+        st = json_parse(rq->tools_json, strlen(rq->tools_json), &tools, &err);
+        if (st == BRASA_OK)
+            st = toolcall_constraint(f, json_root(tools), rq->tool_choice == API_TOOLS_NAMED ? rq->tool_name : NULL,
+                                     &prefix, &schema, &suffix, &err);
+        if (st == BRASA_OK)
+            st = brasa_constraint_create(s->model, prefix.data, schema.data, suffix.data, constraint, &err);
+        json_free(tools);
+        buf_free(&prefix);
+        buf_free(&schema);
+        buf_free(&suffix);
+    } else {
+        st = brasa_constraint_create(s->model, NULL, rq->schema_json, NULL, constraint, &err);
+    }
+    if (st == BRASA_ERR_NO_MEMORY) {
+        *res = send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+        return false;
+    }
+    if (st != BRASA_OK) {
+        *res = send_error(c, 400, "invalid_request_error", forced ? "tool_choice" : "response_format", NULL, "%s",
+                          err.message);
+        return false;
+    }
+    cp->enable_thinking = false;
     return true;
 }
 
@@ -237,17 +350,39 @@ static enum MHD_Result handle_generation(conn *c) {
     size_t n = 0;
     brasa_chat_params cp = brasa_chat_default_params();
     cp.enable_thinking = rq.enable_thinking;
-    reasoning_init(&c->split, kind == API_CHAT ? brasa_chat_reasoning_start(s->model, &cp) : BRASA_REASONING_NONE,
-                   conn_part, c);
-    if (!request_tokens(c, &rq, &cp, &tokens, &n, &res)) {
-        free(tokens);
+    cp.kwargs_json = rq.kwargs_json;
+    cp.tools_json = rq.tools_json;
+    cp.template_text = s->cfg->chat_template;
+    brasa_constraint *constraint = NULL;
+    toolcall_format format = TOOLCALL_NONE;
+    if (kind == API_CHAT && !plan_output(c, &rq, &cp, &format, &constraint, &res)) {
         api_request_free(&rq);
         return res;
     }
+    if (!request_tokens(c, &rq, &cp, &tokens, &n, &res)) {
+        free(tokens);
+        brasa_constraint_free(constraint);
+        api_request_free(&rq);
+        return res;
+    }
+    snprintf(c->id, sizeof c->id, "%s-%08x%04x", kind == API_CHAT ? "chatcmpl" : "cmpl", (unsigned)s->started,
+             (unsigned)plat_atomic_add(&s->next_id, 1));
+    brasa_error err;
+    if (reply_init(&c->rp, kind == API_CHAT ? brasa_chat_reasoning_start(s->model, &cp) : BRASA_REASONING_NONE, format,
+                   rq.tools_json, rq.parallel_tool_calls, c->id + (kind == API_CHAT ? 9 : 5), &err) != BRASA_OK) {
+        free(tokens);
+        brasa_constraint_free(constraint);
+        api_request_free(&rq);
+        return send_error(c, 400, "invalid_request_error", "tools", NULL, "%s", err.message);
+    }
+    c->rp_ready = true;
+    c->want_logprobs = rq.logprobs >= 0;
     const int32_t room = s->cfg->ctx - (int32_t)n;
     sched_job_params jp = { tokens, n, rq.max_tokens > 0 && rq.max_tokens < room ? rq.max_tokens : room, rq.sampling,
-                            rq.stop };
+                            rq.stop, constraint, rq.logprobs, format != TOOLCALL_NONE };
     c->job = plat_atomic_load(&s->draining) ? NULL : sched_submit(s->sched, &jp);
+    if (plat_atomic_load(&s->draining))
+        brasa_constraint_free(constraint); /* not submitted: still ours */
     free(tokens);
     const bool stream = rq.stream;
     c->include_usage = rq.include_usage;
@@ -257,8 +392,6 @@ static enum MHD_Result handle_generation(conn *c) {
                           plat_atomic_load(&s->draining) ? "the server is shutting down"
                                                          : "the server is busy: %d requests are already waiting",
                           s->cfg->max_queue);
-    snprintf(c->id, sizeof c->id, "%s-%08x%04x", kind == API_CHAT ? "chatcmpl" : "cmpl", (unsigned)s->started,
-             (unsigned)plat_atomic_add(&s->next_id, 1));
     c->reply = (api_reply){ kind, c->id, s->model_id, (int64_t)time(NULL) };
     c->first_chunk = true;
     if (stream) {
@@ -278,7 +411,7 @@ static enum MHD_Result handle_generation(conn *c) {
     buf text = { 0 };
     sched_progress pr;
     for (;;) {
-        if (!sched_job_read(s->sched, c->job, READ_WAIT_SECONDS, &text, &pr)) {
+        if (!sched_job_read(s->sched, c->job, READ_WAIT_SECONDS, &text, c->want_logprobs ? &c->lp : NULL, &pr)) {
             buf_free(&text);
             sched_job_cancel(s->sched, c->job);
             return send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
@@ -297,12 +430,11 @@ static enum MHD_Result handle_generation(conn *c) {
         res = send_error(c, 503, "unavailable", NULL, NULL, "the server is shutting down");
     else {
         buf b = { 0 };
-        reasoning_push(&c->split, text.data, text.len);
-        reasoning_finish(&c->split);
-        res = !c->split_oom &&
-                      api_completion_json(&c->reply, c->answer.data ? c->answer.data : "", c->answer.len,
-                                          c->reasoning.data, c->reasoning.len, finish_name(pr.finish), pr.n_prompt,
-                                          pr.n_generated, &b)
+        api_message m;
+        bool ok = reply_push(&c->rp, text.data, text.len) && reply_finish(&c->rp);
+        reply_take(&c->rp, &m);
+        ok = ok && logprobs_view(c, &m);
+        res = ok && api_completion_json(&c->reply, &m, finish_reason(c, pr.finish), pr.n_prompt, pr.n_generated, &b)
                   ? send_bytes(c, 200, "application/json", b.data, b.len)
                   : send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
         buf_free(&b);
@@ -413,6 +545,11 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **state, en
     conn *c = *state;
     if (!c)
         return;
+    if (c->rp_ready)
+        reply_free(&c->rp);
+    free(c->lp.data);
+    free(c->lp_api);
+    buf_free(&c->lp_text);
     if (c->job) {
         if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK)
             sched_job_cancel(s->sched, c->job); /* the client went away, or a write failed */
@@ -421,8 +558,6 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **state, en
     metrics_request(s->metrics, route_label(c->route), c->status ? c->status : 499);
     buf_free(&c->body);
     buf_free(&c->out);
-    buf_free(&c->reasoning);
-    buf_free(&c->answer);
     free(c);
     *state = NULL;
     plat_atomic_add(&s->open_requests, -1);

@@ -19,6 +19,7 @@ typedef struct srv_config {
     const char *device;    /* "cpu" (NULL), "cuda", "hip:1": lowercase letters, digits, one ':' */
     int32_t gpu_layers;    /* as brasa_context_params.gpu_layers */
     const char *api_key;   /* NULL: none */
+    const char *chat_template; /* a Jinja chat template's text to use instead of the model's; NULL: the model's */
     bool no_auth;          /* the explicit choice to serve a non-loopback address without a key */
     int timeout_s;         /* an idle connection is closed after this long */
     int max_queue;

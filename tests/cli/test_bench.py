@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`brasa bench --json` reports what it promises (fields, not speed): one result per test and thread
 count, named ppN / tgN, with mean and sd tokens/s, threads, backend, the measured bandwidth and the
-decode share; lists are swept; bad lists are usage errors.
+decode share; lists are swept; bad lists are usage errors. --json-schema adds tgN sampled and tgN
+schema results; a schema brasa cannot enforce is an error naming the keyword.
 
 Usage: test_bench.py --brasa PATH_TO_brasa --model SMOLLM2_GGUF
 """
@@ -80,6 +81,26 @@ def main():
     expect("bad list is a usage error", r.returncode == 2 and "comma-separated" in r.stderr, r.stderr)
     r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "0"], capture_output=True, text=True, timeout=60)
     expect("nothing to measure", r.returncode == 2 and "nothing to measure" in r.stderr, r.stderr)
+
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="brasa-bench-") as work:
+        good, bad = os.path.join(work, "good.json"), os.path.join(work, "bad.json")
+        with open(good, "w") as f:
+            json.dump({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, f)
+        with open(bad, "w") as f:
+            json.dump({"type": "string", "pattern": "^x"}, f)
+        r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "8", "-r", "1", "-t", "1", "--json",
+                            "--json-schema", good], capture_output=True, text=True, timeout=600)
+        try:
+            names = [x["test"] for x in json.loads(r.stdout)["results"]]
+        except (ValueError, KeyError):
+            names = None
+        expect("--json-schema: tg8, tg8 sampled and tg8 schema", r.returncode == 0 and
+               names == ["tg8", "tg8 sampled", "tg8 schema"], f"{names} {r.stderr[-300:]}")
+        r = subprocess.run([a.brasa, "bench", "-m", a.model, "-p", "0", "-n", "8", "-r", "1", "--json-schema", bad],
+                           capture_output=True, text=True, timeout=60)
+        expect("--json-schema with an unsupported keyword: exit 1 naming it", r.returncode == 1 and
+               "pattern" in r.stderr, r.stderr)
     return CHECKS.finish()
 
 
