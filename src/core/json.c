@@ -385,11 +385,12 @@ bool json_is_string(const json_value *v, const char *s) {
 bool json_write_string(buf *out, const char *s, size_t n) {
     if (!buf_append(out, "\"", 1))
         return false;
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t run = 0; /* s[run..i) is plain text not yet copied */
+    for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         char tmp[8];
+        size_t skip = 1;
         switch (c) {
         case '"': esc = "\\\""; break;
         case '\\': esc = "\\\\"; break;
@@ -402,13 +403,22 @@ bool json_write_string(buf *out, const char *s, size_t n) {
             if (c < 0x20) {
                 snprintf(tmp, sizeof tmp, "\\u%04x", c);
                 esc = tmp;
+            } else if (c >= 0x80) {
+                uint32_t cp;
+                const int k = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+                if (k < 0) { /* an ill-formed subpart: U+FFFD, so the output is always valid JSON */
+                    esc = "\xEF\xBF\xBD";
+                    skip = (size_t)-k;
+                } else {
+                    skip = (size_t)k;
+                }
             }
         }
-        if (!esc)
-            continue;
-        if (!buf_append(out, s + run, i - run) || !buf_append(out, esc, strlen(esc)))
+        if (esc && (!buf_append(out, s + run, i - run) || !buf_append(out, esc, strlen(esc))))
             return false;
-        run = i + 1;
+        i += skip;
+        if (esc)
+            run = i;
     }
     return buf_append(out, s + run, n - run) && buf_append(out, "\"", 1);
 }
@@ -423,6 +433,9 @@ static bool write_double(buf *out, double d) {
         if (strtod(tmp, NULL) == d)
             break;
     }
+    /* a number written with a fraction keeps one ("-0.0", "3.0"), as it would read back an integer */
+    if (!strpbrk(tmp, ".eEn") && strlen(tmp) + 2 < sizeof tmp)
+        strcat(tmp, ".0");
     return buf_append(out, tmp, strlen(tmp));
 }
 

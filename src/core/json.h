@@ -51,10 +51,12 @@ bool json_is_string(const json_value *v, const char *s);
 
 /* Appends s[0..n) as a JSON string literal, quotes included, escaped as Python's json.dumps does
  * with ensure_ascii=False: \" \\ \n \r \t \b \f, other control characters as \u00XX, the rest as
- * is. Returns false when out of memory. */
+ * is, but each ill-formed UTF-8 subpart as U+FFFD (the output is always valid JSON). Returns false
+ * when out of memory. */
 bool json_write_string(buf *out, const char *s, size_t n);
-/* Appends v as compact JSON (no spaces), numbers as written (integers exactly, others with %.17g
- * made shortest). Returns false when out of memory. */
+/* Appends v as compact JSON (no spaces), numbers as written (integers exactly, others in the
+ * shortest %.17g spelling that reads back the same, with ".0" when that looks like an integer).
+ * Returns false when out of memory. */
 bool json_write(buf *out, const json_value *v);
 
 #endif

@@ -206,6 +206,18 @@ def main():
             rc, out, err = brasa(args, model, "--messages", mpath, "--chat-template-file", nl)
             expect("nothing added (the template's single final newline is dropped, as jinja2 does)",
                    rc == 0 and out == b"Hello there", repr(out))
+            # run and chat take the same file (the error proves they render with it)
+            for cmd in (["run", "-m", model, "-p", "Hi", "--chat", "-n", "1"], ["chat", "-m", model, "-n", "1"]):
+                p = subprocess.run([args.brasa, *cmd, "--chat-template-file", raising], input=b"Hi\n",
+                                   capture_output=True, timeout=120)
+                err_text = p.stderr.decode("utf-8", "replace")
+                expect(f"{cmd[0]} --chat-template-file: the file's template renders the chat",
+                       p.returncode == 1 and "Only user turns, please" in err_text, err_text[-300:])
+            p = subprocess.run([args.brasa, "run", "-m", model, "-p", "Hi", "--chat", "-n", "1",
+                                "--chat-template-file", os.path.join(work, "missing.jinja")], capture_output=True,
+                               timeout=120)
+            expect("run --chat-template-file with no such file: exit 1 naming it", p.returncode == 1 and
+                   b"missing.jinja" in p.stderr, p.stderr[-300:])
             rc, out, err = brasa(args, model)
             expect("no --messages: a usage error", rc == 2 and "--messages" in err, err)
             rc, out, err = brasa(args, model, "--messages", mpath, "--frobnicate", "1")

@@ -68,6 +68,11 @@ int main(void) {
     expect_round_trip("\"\\ud800x\"", "\"\xef\xbf\xbdx\""); /* a lone surrogate becomes U+FFFD */
     expect_round_trip("123456789012345678901234567890", "1.2345678901234568e+29");
     expect_round_trip("0.1", "0.1");
+    expect_round_trip("[-0.0e9, 3.0, 2e0]", "[-0.0,3.0,2.0]"); /* a fraction stays: it would read back an integer */
+    buf raw = { 0 };
+    CHECK(json_write_string(&raw, "a\xff\xe2\x82z", 5)); /* ill-formed UTF-8: U+FFFD each, still valid JSON */
+    CHECK(raw.len == 10 && memcmp(raw.data, "\"a\xef\xbf\xbd\xef\xbf\xbd" "z\"", 10) == 0);
+    buf_free(&raw);
     expect_error("{\"a\": 1,\n  \"b\" 2}", "line 2, column 7");
     expect_error("[1, 2", "expected ',' or ']'");
     expect_error("\"abc", "unterminated string");
