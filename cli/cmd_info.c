@@ -147,8 +147,14 @@ static void print_human(const char *path, const brasa_model *m, bool tensors, bo
         printf("\n");
     }
     const char *format = d.vocab_type != BRASA_VOCAB_NONE ? brasa_chat_format_detect(m) : NULL;
-    printf("  chat format    %s%s\n", format ? format : "not recognized (choose one with --chat-format)",
-           format && !d.chat_template ? " (from the vocabulary: the file has no template)" : "");
+    if (d.chat_template)
+        printf("  chat format    the file's template (Jinja, %zu bytes%s)\n", strlen(d.chat_template),
+               d.chat_template_tool_use ? ", and a tool_use variant" : "");
+    else
+        printf("  chat format    %s\n", format ? format : "none: the file has no template and brasa recognizes no "
+                                                      "format (give one with --chat-template-file)");
+    if (!d.chat_template && format)
+        printf("                 (built in, from the vocabulary: the file has no template)\n");
     printf("  runs           %s\n", d.run_error ? d.run_error : "yes");
     printf("  chat template  ");
     if (d.chat_template)
