@@ -369,7 +369,7 @@ static enum MHD_Result handle_generation(conn *c) {
              (unsigned)plat_atomic_add(&s->next_id, 1));
     brasa_error err;
     if (reply_init(&c->rp, kind == API_CHAT ? brasa_chat_reasoning_start(s->model, &cp) : BRASA_REASONING_NONE, format,
-                   rq.tools_json, rq.parallel_tool_calls, c->id + (kind == API_CHAT ? 9 : 5), &err) != BRASA_OK) {
+                   rq.tools_json, rq.parallel_tool_calls, strchr(c->id, '-') + 1 /* the id after its "chatcmpl-" or "cmpl-" */, &err) != BRASA_OK) {
         free(tokens);
         brasa_constraint_free(constraint);
         api_request_free(&rq);

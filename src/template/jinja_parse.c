@@ -711,34 +711,28 @@ static jnode *parse_not(parser *p) {
     return parse_compare(p);
 }
 
-static jnode *parse_and(parser *p) {
-    jnode *n = parse_not(p);
-    while (n && is_name(cur(p), "and")) {
+/* A left-associative chain "operand WORD operand ...", as jinja2 parses `and` and `or`. */
+static jnode *parse_chain(parser *p, const char *word, jnode_kind kind, jnode *(*operand)(parser *)) {
+    jnode *n = operand(p);
+    while (n && is_name(cur(p), word)) {
         int line = cur(p)->line;
         next(p);
-        jnode *rhs = parse_not(p), *a = rhs ? node(p, N_AND, line) : NULL;
-        if (a) {
-            a->a = n;
-            a->b = rhs;
+        jnode *rhs = operand(p), *joined = rhs ? node(p, kind, line) : NULL;
+        if (joined) {
+            joined->a = n;
+            joined->b = rhs;
         }
-        n = a;
+        n = joined;
     }
     return n;
 }
 
+static jnode *parse_and(parser *p) {
+    return parse_chain(p, "and", N_AND, parse_not);
+}
+
 static jnode *parse_or(parser *p) {
-    jnode *n = parse_and(p);
-    while (n && is_name(cur(p), "or")) {
-        int line = cur(p)->line;
-        next(p);
-        jnode *rhs = parse_and(p), *o = rhs ? node(p, N_OR, line) : NULL;
-        if (o) {
-            o->a = n;
-            o->b = rhs;
-        }
-        n = o;
-    }
-    return n;
+    return parse_chain(p, "or", N_OR, parse_and);
 }
 
 static jnode *parse_expression(parser *p, bool with_condexpr) {
