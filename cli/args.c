@@ -115,10 +115,14 @@ char *cli_read_file(const char *path, size_t max, size_t *len) {
     return text;
 }
 
-brasa_model *cli_open_model(const char *path) {
+brasa_model *cli_open_model(const char *arg) {
     brasa_error err;
     brasa_model *model = NULL;
     brasa_model_params params = brasa_model_default_params();
+    char resolved[CLI_MODEL_PATH_MAX];
+    const char *path = cli_model_path(arg, resolved, sizeof resolved);
+    if (!path)
+        return NULL;
     if (brasa_model_open(path, &params, &model, &err) != BRASA_OK) {
         cli_fail("%s: %s", path, err.message);
         return NULL;

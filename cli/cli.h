@@ -16,6 +16,7 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -25,6 +26,9 @@ int cmd_cost(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_serve(int argc, char **argv); /* when built with the server (BRASA_SERVER) */
+int cmd_pull(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
 
 /* Prints "brasa CMD: message" and the command's usage to stderr; returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...);
@@ -46,7 +50,15 @@ char *cli_read_file(const char *path, size_t max, size_t *len);
  * "LABEL NN%" over itself on stderr and clears the line at 100%; user is the label. Pass it only
  * when stderr is a terminal. */
 void cli_progress(float fraction, void *label);
-/* Opens a model, printing the error as "brasa: PATH: message". */
+/* What a command's MODEL argument names, as a file path (cmd_library.c): a file that exists is
+ * itself; a model name (OWNER/REPO[:QUANT]) is the library's copy, pulled from the hub first (with
+ * progress on a terminal) when the library lacks it, unless offline (HF_HUB_OFFLINE=1 or
+ * BRASA_OFFLINE=1); anything else is returned as given, for the opener to report. Returns arg or
+ * out (size bytes, LIBRARY_PATH_MAX is enough), or NULL after printing why ("brasa: NAME: ..."). */
+const char *cli_model_path(const char *arg, char *out, size_t size);
+#define CLI_MODEL_PATH_MAX 4096
+/* Opens a model (a file or a name, through cli_model_path), printing the error as
+ * "brasa: MODEL: message". */
 brasa_model *cli_open_model(const char *path);
 
 /* JSON output: a string value, escaped, with ill-formed UTF-8 replaced by U+FFFD. */

@@ -287,6 +287,11 @@ bool cli_model_of(const char *path, const char *params, const char *bits, const 
         *rc = cli_usage_error(cmd, usage, "give a model file or --params, not both");
         return false;
     }
+    char resolved[CLI_MODEL_PATH_MAX];
+    if (path && !(path = cli_model_path(path, resolved, sizeof resolved))) { /* a file, or a model name */
+        *rc = CLI_FAILED;
+        return false;
+    }
     if (path) {
         if (fit_model_from_file(path, m, &err) != BRASA_OK) {
             *rc = cli_fail("%s", err.message);

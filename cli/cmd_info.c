@@ -10,6 +10,7 @@ static const char usage[] =
     "\n"
     "Describes a GGUF model: architecture, parameters, layers, heads, context, rope, tokenizer,\n"
     "chat template, and the tensors by type with their sizes. The file is fully validated.\n"
+    "MODEL is a file or a model name, OWNER/REPO[:QUANT] (see brasa pull).\n"
     "\n"
     "  --json       one JSON object on standard output, for programs\n"
     "  --tensors    also list every tensor (name, type, shape, bytes)\n"
@@ -49,6 +50,7 @@ static const char *vocab_kind(brasa_vocab_type t) {
     switch (t) {
     case BRASA_VOCAB_SPM: return "SentencePiece-style (scores, byte fallback)";
     case BRASA_VOCAB_BPE: return "BPE (merges)";
+    case BRASA_VOCAB_WPM: return "WordPiece (BERT's normalizer, longest pieces first)";
     default: return "none usable";
     }
 }
@@ -156,6 +158,9 @@ static void print_human(const char *path, const brasa_model *m, bool tensors, bo
     if (!d.chat_template && format)
         printf("                 (built in, from the vocabulary: the file has no template)\n");
     printf("  runs           %s\n", d.run_error ? d.run_error : "yes");
+    if (d.is_embedding)
+        printf("  embeddings     %d dimensions, %s pooling, %s attention%s\n", d.embedding_dim, brasa_pooling_name(d.pooling),
+               d.causal_attention ? "causal" : "bidirectional", d.can_generate ? "" : " (no output head: brasa embed)");
     printf("  chat template  ");
     if (d.chat_template)
         print_template_head(d.chat_template, 4);
@@ -220,7 +225,8 @@ static void print_json(const char *path, const brasa_model *m) {
     printf(", \"n_expert\": %d, \"n_expert_used\": %d, \"n_ff_exp\": %d, \"n_params_active\": %" PRId64, d.n_expert,
            d.n_expert_used, d.n_ff_exp, d.n_params_active);
     printf(", \"vocab\": {\"size\": %d, \"type\": \"%s\", \"model\": ", d.n_vocab,
-           d.vocab_type == BRASA_VOCAB_SPM ? "spm" : d.vocab_type == BRASA_VOCAB_BPE ? "bpe" : "none");
+           d.vocab_type == BRASA_VOCAB_SPM ? "spm" : d.vocab_type == BRASA_VOCAB_BPE ? "bpe"
+           : d.vocab_type == BRASA_VOCAB_WPM ? "wpm" : "none");
     json_cstr(stdout, d.tokenizer_model);
     printf(", \"pre\": ");
     json_cstr(stdout, d.tokenizer_pre);
@@ -237,6 +243,9 @@ static void print_json(const char *path, const brasa_model *m) {
         json_cstr(stdout, format);
     else
         printf("null");
+    printf(", \"embedding\": {\"is_embedding\": %s, \"can_generate\": %s, \"dim\": %d, \"pooling\": \"%s\", "
+           "\"causal\": %s}", d.is_embedding ? "true" : "false", d.can_generate ? "true" : "false", d.embedding_dim,
+           brasa_pooling_name(d.pooling), d.causal_attention ? "true" : "false");
     printf(", \"run_error\": ");
     if (d.run_error)
         json_cstr(stdout, d.run_error);
@@ -279,6 +288,9 @@ int cmd_info(int argc, char **argv) {
     }
     if (!path)
         return cli_usage_error("info", usage, "missing MODEL");
+    char resolved[CLI_MODEL_PATH_MAX];
+    if (!(path = cli_model_path(path, resolved, sizeof resolved))) /* a model name becomes its file */
+        return CLI_FAILED;
     brasa_model *m = cli_open_model(path);
     if (!m)
         return CLI_FAILED;

@@ -10,7 +10,7 @@
 #include "platform/platform.h"
 
 const char gen_options_help[] =
-    "  -m, --model FILE        the GGUF model\n"
+    "  -m, --model FILE        the GGUF model (or a name, OWNER/REPO[:QUANT]: see brasa pull)\n"
     "  -n, --n-predict N       most tokens to generate (default 256)\n"
     "  --ctx N                 context size in tokens (default: trained size, at most 4096)\n"
     "  --threads N             compute threads (default: one per core)\n"
@@ -196,7 +196,11 @@ bool gen_open(const gen_options *o, brasa_model **model, brasa_context **ctx, br
         cp.progress = cli_progress;
         cp.progress_user_data = (void *)"preparing weights";
     }
-    if (brasa_model_open(o->model_path, &mp, model, &err) != BRASA_OK) {
+    char resolved[CLI_MODEL_PATH_MAX];
+    const char *path = cli_model_path(o->model_path, resolved, sizeof resolved); /* a file, or a model name */
+    if (!path)
+        return false;
+    if (brasa_model_open(path, &mp, model, &err) != BRASA_OK) {
         cli_fail("%s: %s", o->model_path, err.message);
         return false;
     }

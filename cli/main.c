@@ -21,6 +21,7 @@ static const struct {
     { "info", "info MODEL", "describe a model file: architecture, shape, tokenizer, tensors", cmd_info },
     { "tokenize", "tokenize -m MODEL", "turn text into token ids", cmd_tokenize },
     { "detokenize", "detokenize -m MODEL", "turn token ids into text", cmd_detokenize },
+    { "embed", "embed -m MODEL TEXT", "the embedding vector of a text (embedding models such as bert)", cmd_embed },
     { "template", "template MODEL", "print the prompt a model's chat template makes of messages", cmd_template },
     { "run", "run -m MODEL -p TXT", "generate text after a prompt", cmd_run },
     { "chat", "chat -m MODEL", "talk with a model in the terminal", cmd_chat },
@@ -29,6 +30,9 @@ static const struct {
     { "doctor", "doctor", "what this machine has and what brasa can do with it", cmd_doctor },
     { "cost", "cost", "what local inference costs against a cloud API", cmd_cost },
     { "tune", "tune -m MODEL", "measure a GPU's kernel variants for a model and keep the fastest", cmd_tune },
+    { "pull", "pull OWNER/REPO[:Q]", "download a GGUF model from Hugging Face into the library", cmd_pull },
+    { "list", "list", "the models in the library: name, quant, size, path", cmd_list },
+    { "rm", "rm OWNER/REPO[:Q]", "remove a model from the library", cmd_rm },
 #ifdef BRASA_SERVER
     { "serve", "serve -m MODEL", "serve an OpenAI-compatible API and a chat page over HTTP", cmd_serve },
 #else
@@ -42,7 +46,8 @@ static void print_usage(FILE *out) {
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (commands[i].synopsis)
             fprintf(out, "  %-20s%s\n", commands[i].synopsis, commands[i].help);
-    fputs("\nRun 'brasa COMMAND --help' for a command's options.\n", out);
+    fputs("\nMODEL is a GGUF file or a Hugging Face name, OWNER/REPO[:QUANT], pulled when missing.\n"
+          "Run 'brasa COMMAND --help' for a command's options.\n", out);
 }
 
 int main(int argc, char **argv) {

@@ -5,6 +5,7 @@ set(BRASA_LIB_SOURCES
   src/core/strmap.c
   src/core/f16.c
   src/core/pool.c
+  src/core/sha256.c
   src/backend/backend.c
   src/backend/gpu_loader.c
   src/backend/gpu_tuning.c
@@ -27,6 +28,9 @@ set(BRASA_LIB_SOURCES
   src/tokenizer/regex.c
   src/tokenizer/tok_bpe.c
   src/tokenizer/tok_spm.c
+  src/tokenizer/tok_wpm.c
+  src/tokenizer/bert_norm.c
+  src/tokenizer/bert_norm_tables.c
   src/tokenizer/tokenizer.c
   src/model/model.c
   src/models/arch.c
@@ -35,6 +39,7 @@ set(BRASA_LIB_SOURCES
   src/models/qwen2.c
   src/models/qwen3.c
   src/models/gemma3.c
+  src/models/bert.c
   src/template/jinja_lex.c
   src/template/jinja_parse.c
   src/template/jinja_value.c
@@ -43,6 +48,7 @@ set(BRASA_LIB_SOURCES
   src/engine/layout.c
   src/engine/offload.c
   src/engine/context.c
+  src/engine/embed.c
   src/engine/sampler.c
   src/engine/constraint.c
   src/engine/chat.c
@@ -63,6 +69,7 @@ set(BRASA_LIB_SOURCES
   src/tools/probe.c
   src/tools/cost.c
   src/tools/measured.c
+  src/tools/library.c
   src/platform/sockaddr.c
 )
 if(WIN32)
@@ -77,6 +84,7 @@ set(BRASA_CLI_SOURCES
   cli/json.c
   cli/cmd_info.c
   cli/cmd_tokenize.c
+  cli/cmd_embed.c
   cli/cmd_template.c
   cli/cmd_run.c
   cli/gen_options.c
@@ -85,13 +93,18 @@ set(BRASA_CLI_SOURCES
   cli/cmd_doctor.c
   cli/cmd_cost.c
   cli/cmd_tune.c
+  cli/cmd_library.c
 )
 
 # The server: built when libmicrohttpd and cJSON are found (see CMakeLists.txt).
 set(BRASA_SERVER_SOURCES
   src/server/api.c
+  src/server/api_anthropic.c
+  src/server/api_ollama.c
+  src/server/api_openai.c
   src/server/metrics.c
   src/server/sched.c
+  src/server/registry.c
   src/server/reply.c
   src/server/server.c
   src/server/webui.c

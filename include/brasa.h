@@ -83,8 +83,22 @@ void brasa_model_free(brasa_model *model);
 typedef enum brasa_vocab_type {
     BRASA_VOCAB_NONE = 0, /* the file carries no usable tokenizer */
     BRASA_VOCAB_SPM = 1,  /* SentencePiece-style: scores and byte fallback (tokenizer.ggml.model = llama) */
-    BRASA_VOCAB_BPE = 2   /* BPE with merges: byte-level (tokenizer.ggml.model = gpt2) or over UTF-8 (gemma4) */
+    BRASA_VOCAB_BPE = 2,  /* BPE with merges: byte-level (tokenizer.ggml.model = gpt2) or over UTF-8 (gemma4) */
+    BRASA_VOCAB_WPM = 3   /* WordPiece: BERT's normalizer and longest pieces first (tokenizer.ggml.model = bert) */
 } brasa_vocab_type;
+
+/* How a model makes one vector of an input's final hidden states ({arch}.pooling_type; the numbers
+ * are llama.cpp's, which GGUF files carry). */
+typedef enum brasa_pooling {
+    BRASA_POOLING_NONE = 0, /* the file sets none: a decoder that makes no embeddings */
+    BRASA_POOLING_MEAN = 1, /* the mean over the input's tokens (sentence-transformers' usual choice) */
+    BRASA_POOLING_CLS = 2,  /* the first token's ([CLS]) */
+    BRASA_POOLING_LAST = 3, /* the last token's (decoder embedding models) */
+    BRASA_POOLING_RANK = 4  /* a reranker's score head: not supported yet */
+} brasa_pooling;
+
+/* "none", "mean", "cls", "last", "rank"; "unknown" for other values. Never NULL. */
+const char *brasa_pooling_name(brasa_pooling pooling);
 
 /* The shape of a model, read from its metadata. Zero where the file does not say. */
 typedef struct brasa_model_desc {
@@ -120,6 +134,14 @@ typedef struct brasa_model_desc {
     int32_t n_expert_used;     /* {arch}.expert_used_count: experts each token is routed to */
     int32_t n_ff_exp;          /* {arch}.expert_feed_forward_length */
     int64_t n_params_active;   /* elements one token computes with (= n_params for a dense model) */
+    /* What the model is for. An embedding model makes a vector per input (brasa_embed): an encoder
+     * (bert), or any model whose file sets a pooling type. A model generates when it has an output
+     * head and causal attention (brasa_decode, brasa_generate); a decoder may do both. */
+    bool is_embedding;
+    bool can_generate;
+    int32_t embedding_dim;     /* the length of brasa_embed's vectors (n_embd); 0 when is_embedding is false */
+    brasa_pooling pooling;     /* {arch}.pooling_type */
+    bool causal_attention;     /* {arch}.attention.causal: false when every token sees the whole input */
 } brasa_model_desc;
 
 void brasa_model_describe(const brasa_model *model, brasa_model_desc *desc);
@@ -217,7 +239,8 @@ typedef enum brasa_kv_type {
 
 typedef struct brasa_context_params {
     int32_t n_ctx;     /* tokens the KV cache holds per sequence; 0: the trained context, at most 4096 */
-    int32_t n_batch;   /* prompt tokens evaluated at once; 0: 64 */
+    int32_t n_batch;   /* prompt tokens evaluated at once; 0: 64 (a model whose tokens see the whole
+                        * input, such as bert, evaluates its n_ctx at once and keeps no KV cache) */
     int32_t n_threads; /* compute threads; 0: one per physical core */
     int32_t n_seq;     /* independent sequences, each with its own n_ctx-token cache; 0: 1 */
     int32_t kv_type;   /* a brasa_kv_type */
@@ -331,6 +354,39 @@ brasa_status brasa_seq_copy(brasa_context *ctx, int32_t src, int32_t dst, int32_
 
 /* The compute backend a context runs on, e.g. "cpu/avx2". */
 const char *brasa_context_backend(const brasa_context *ctx);
+
+/* ---- Embeddings --------------------------------------------------------------------------------
+ * An embedding model (brasa_model_desc.is_embedding: bert, or a decoder whose file sets a pooling
+ * type) turns an input into one vector: its final hidden states pooled as the file says (mean, the
+ * first token, the last token) and scaled to unit length (L2), so that the dot product of two
+ * vectors is their cosine similarity. Tokenize the text with BRASA_TOKENIZE_ADD_BOS first (BERT
+ * wraps it in [CLS] ... [SEP]). An encoder (bert) has no output head: brasa_decode and generation
+ * fail on it with "... is an embedding model".
+ *
+ *     brasa_context_params cp = brasa_context_default_params();   // n_ctx 0: the trained length
+ *     brasa_context_create(model, &cp, &ctx, &err);
+ *     brasa_tokenize(model, text, strlen(text), BRASA_TOKENIZE_ADD_BOS, ids, 512, &n, &err);
+ *     float vec[384];                                               // desc.embedding_dim floats
+ *     brasa_embed(ctx, ids, n, vec, 384, &err);
+ *
+ * The vector is computed from scratch every call; nothing stays in the context (of a decoder, the
+ * tokens of sequence 0 are dropped). A context holds the scratch memory, so one context serves one
+ * thread at a time; a server gives each worker its own context, all sharing the read-only model.
+ * Embedding models run on the CPU device only for now. */
+
+/* The embedding of one input of n tokens (1 to brasa_context_size: an encoder's context is at most
+ * its trained length) into out, which holds out_cap floats (at least desc.embedding_dim). An empty
+ * input is BRASA_ERR_INVALID_ARGUMENT, a longer one BRASA_CONTEXT_FULL, a model that makes no
+ * embeddings BRASA_ERR_UNSUPPORTED, a short out BRASA_ERR_BUFFER_TOO_SMALL; nothing is evaluated then. */
+brasa_status brasa_embed(brasa_context *ctx, const brasa_token *tokens, size_t n, float *out, size_t out_cap,
+                         brasa_error *err);
+/* The embeddings of n_inputs inputs (inputs[i] of n_tokens[i] tokens) into out, one after another
+ * (n_inputs * embedding_dim floats). An encoder evaluates as many inputs together as fit in its
+ * context, so the weights are read once for all of them; each input still sees only itself, and
+ * gets its vector of brasa_embed to float rounding. The checks of brasa_embed apply to every input
+ * before any is evaluated (the message names the input). */
+brasa_status brasa_embed_batch(brasa_context *ctx, const brasa_token *const *inputs, const size_t *n_tokens,
+                               size_t n_inputs, float *out, size_t out_cap, brasa_error *err);
 
 /* Whether a token ends generation (EOS, end of turn, and the like). */
 bool brasa_token_is_eog(const brasa_model *model, brasa_token token);
@@ -494,9 +550,63 @@ typedef struct brasa_generate_stats {
 
 brasa_generate_params brasa_generate_default_params(void);
 /* Evaluates the prompt after what the context holds, then samples until a stop. The sampler sees
- * the prompt and the generated tokens for its penalties. */
+ * the prompt and the generated tokens for its penalties. A loop over brasa_generation_next. */
 brasa_status brasa_generate(brasa_context *ctx, brasa_sampler *sampler, const brasa_token *prompt, size_t n_prompt,
                             const brasa_generate_params *params, brasa_generate_stats *stats, brasa_error *err);
+
+/* Generation one token at a time, for callers that run the forward passes themselves (a server
+ * decoding many sequences in one batched step). One brasa_generation follows one sequence of a
+ * context: each brasa_generation_next samples the sequence's next token from its logits, records
+ * it with the sampler, turns it into text (whole UTF-8 characters, a possible stop string held
+ * back) and says whether generation is over; when it is not, the caller evaluates the token in the
+ * sequence (brasa_seq_decode or a batched step) before the next call.
+ *
+ *     brasa_generation *g;
+ *     brasa_generation_create(ctx, seq, sampler, &gp, &g, &err);   // after the prompt's evaluation
+ *     for (brasa_generation_step step;;) {
+ *         if (brasa_generation_next(g, &step, &err) != BRASA_OK || step.done) break;
+ *         brasa_seq_decode(ctx, seq, &step.token, 1, NULL, &err);
+ *     }
+ *     brasa_generation_free(g);
+ */
+#define BRASA_MAX_TOP_LOGPROBS 20
+
+typedef struct brasa_generation brasa_generation;
+
+typedef struct brasa_generation_params {
+    int32_t n_predict;          /* most tokens to generate; 0: until end of generation or a full context */
+    const char *const *stop;    /* stop strings (not in the text), NULL-terminated, copied; may be NULL */
+    unsigned detokenize_flags;  /* BRASA_DETOKENIZE_SPECIAL: control tokens' text too (for a tool-call parser) */
+    int32_t top_logprobs;       /* -1: no log-probabilities; else each step's and this many alternatives (<= 20) */
+    /* Receives the text as it is made; return false to stop (the step then ends as ABORTED). */
+    bool (*on_text)(const char *text, size_t len, void *user_data);
+    void *user_data;
+} brasa_generation_params;
+
+typedef struct brasa_generation_step {
+    brasa_token token;              /* the token sampled */
+    bool done;                      /* generation is over: token is not to be evaluated */
+    brasa_stop_reason stop_reason;  /* when done */
+    int32_t stop_index;             /* BRASA_STOP_STRING: which stop string; else -1 */
+    bool has_logprob;               /* top_logprobs >= 0 and token is not an end-of-generation one */
+    float logprob;                  /* the token's log-probability under the raw logits */
+    int32_t n_top;
+    brasa_token_logprob top[BRASA_MAX_TOP_LOGPROBS];
+} brasa_generation_step;
+
+brasa_generation_params brasa_generation_default_params(void);
+/* seq: the context's sequence (0 for a context of one), whose logits are ready; sampler: borrowed,
+ * it outlives the generation. */
+brasa_status brasa_generation_create(brasa_context *ctx, int32_t seq, brasa_sampler *sampler,
+                                     const brasa_generation_params *params, brasa_generation **out, brasa_error *err);
+void brasa_generation_free(brasa_generation *g);
+/* One token (see above). When a step ends generation, the text held back for a possible stop
+ * string is handed out first, unless a stop string matched. */
+brasa_status brasa_generation_next(brasa_generation *g, brasa_generation_step *step, brasa_error *err);
+/* For a caller that ends generation itself (an abort): hands out the text still held back. */
+void brasa_generation_flush(brasa_generation *g);
+/* Tokens sampled so far (the final end-of-generation one included). */
+int32_t brasa_generation_count(const brasa_generation *g);
 
 /* ---- This machine ------------------------------------------------------------------------------ */
 

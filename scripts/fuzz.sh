@@ -4,8 +4,8 @@
 # timeout or out-of-memory artifact, printing where it is and, when small, its base64.
 #   scripts/fuzz.sh BUILD_DIR SECONDS
 # BUILD_DIR is configured with clang and -DBRASA_FUZZ=ON (see tests/fuzz/CMakeLists.txt). Each
-# target gets SECONDS: the tokenizer and chat targets split theirs between two runs, one per model
-# (SmolLM2: byte-level BPE, Gemma 3: SentencePiece),
+# target gets SECONDS: the tokenizer and chat targets split theirs between runs, one per model
+# (SmolLM2: byte-level BPE, Gemma 3: SentencePiece; the tokenizer also all-MiniLM-L6-v2: WordPiece),
 # taken from the cache scripts/fetch_models.py fills ($BRASA_MODEL_CACHE, ~/.cache/brasa/models...); a
 # missing model is reported and skipped. A found crash is fixed and its input kept in tests/fuzz/regressions/.
 set -euo pipefail
@@ -100,7 +100,13 @@ for src in "$repo"/tests/fuzz/fuzz_*.c; do
     continue
   fi
   case "$target" in
-    tokenizer | chat)
+    tokenizer)
+      third=$(((seconds + 2) / 3))
+      fuzz_run "$target/smollm2" "$target" "$third" "$models/SmolLM2-135M-Instruct.Q4_1.gguf"
+      fuzz_run "$target/gemma3" "$target" "$third" "$models/gemma-3-270m-q4_k_m.gguf"
+      fuzz_run "$target/minilm" "$target" "$third" "$models/all-MiniLM-L6-v2-f16.gguf"
+      ;;
+    chat)
       half=$(((seconds + 1) / 2))
       fuzz_run "$target/smollm2" "$target" "$half" "$models/SmolLM2-135M-Instruct.Q4_1.gguf"
       fuzz_run "$target/gemma3" "$target" "$half" "$models/gemma-3-270m-q4_k_m.gguf"

@@ -11,9 +11,11 @@ tokenizer: real multilingual text from tests/tokenizer/corpus.py under each flag
   token-id arrays that the independent reference tokenizer (tests/tokenizer/ref_tokenizer.py)
   makes of such text with SmolLM2 and Gemma 3.
 chat: real conversations (several languages, code, system prompts, marker look-alikes).
-json_body: OpenAI chat/completions request bodies as clients send them, and ones with bad types.
+json_body: OpenAI, Ollama and Anthropic request bodies as clients send them, and ones with bad types.
 tuning: GPU tuning cache files for the target's made-up device, as brasa tune writes them (the
   shapes of Qwen2.5 1.5B), and stale, foreign and damaged ones.
+library: model names and the hub's listings of repos (?blobs=true) as it writes them: several quants,
+  split files, projectors, hostile file names and fields (library_seeds alone needs no model).
 
 Input formats are those the targets' header comments describe. The output is deterministic; the
 directories are rewritten. Needs the gguf, numpy and tokenizers packages (tests/requirements.txt)
@@ -356,6 +358,37 @@ JSON_BODIES = {
     "bad-n": {"messages": [{"role": "user", "content": "hi"}], "n": 2},
     "bad-stream-options": {"prompt": "x", "stream": True, "stream_options": [True]},
     "bad-content-part": {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": "x"}]}]},
+    # Ollama's /api/chat, /api/generate, /api/embed
+    "ollama-chat-options": {"model": "smollm2", "stream": False, "think": False, "keep_alive": "5m",
+                            "messages": [{"role": "user", "content": "hi"}], "format": "json",
+                            "options": {"temperature": 0, "num_predict": 16, "num_ctx": 512, "stop": ["\n"],
+                                        "seed": 3, "repeat_penalty": 1.1, "num_thread": 2}},
+    "ollama-chat-tools": {"model": "m", "tools": [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"type": "integer"}}}}}],
+                          "messages": [{"role": "user", "content": "q"},
+                                       {"role": "assistant", "content": "", "tool_calls": [
+                                           {"function": {"name": "f", "arguments": {"x": 1}}}]},
+                                       {"role": "tool", "content": "2", "tool_name": "f"}]},
+    "ollama-generate": {"model": "m", "prompt": "Why?", "system": "Be brief.", "think": "high",
+                        "format": {"type": "object", "properties": {"a": {"type": "string"}}}},
+    "ollama-generate-raw": {"model": "m", "prompt": "<s>x", "raw": True, "keep_alive": 0},
+    "ollama-embed": {"model": "m", "input": ["one", "two"], "truncate": False, "dimensions": 384},
+    # Anthropic's /v1/messages
+    "anthropic-tools": {"model": "m", "max_tokens": 64, "system": [{"type": "text", "text": "Be brief."}],
+                        "stop_sequences": ["END"], "thinking": {"type": "enabled", "budget_tokens": 1024},
+                        "tools": [{"name": "w", "input_schema": {"type": "object"}}],
+                        "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
+                        "messages": [{"role": "user", "content": "q"},
+                                     {"role": "assistant", "content": [
+                                         {"type": "thinking", "thinking": "hm", "signature": "s"},
+                                         {"type": "tool_use", "id": "t1", "name": "w", "input": {}}]},
+                                     {"role": "user", "content": [
+                                         {"type": "tool_result", "tool_use_id": "t1", "content": [
+                                             {"type": "text", "text": "ok"}]}]}]},
+    "anthropic-output-config": {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                                "thinking": {"type": "adaptive", "display": "omitted"},
+                                "output_config": {"effort": "max", "format": {"type": "json_schema",
+                                                                               "schema": {"type": "object"}}}},
     "null-fields": {"messages": [{"role": "user", "content": "hi"}], "temperature": None, "stop": None,
                     "model": None, "seed": None},
     "chat-thinking-off": {"messages": [{"role": "user", "content": "Hi"}],
@@ -415,6 +448,58 @@ def tuning_seeds(out):
         write(out / name, (sep.join(text) + sep).encode())
 
 
+# -------------------------------------------------------------------------------------- library
+
+
+def hub_listing(files, repo="Owner/Model-GGUF", sha="4f2c2c7d6a0e3f1c9b8a7d6e5f4a3b2c1d0e9f8a"):
+    """The hub's answer to GET /api/models/REPO?blobs=true for (name, size, lfs sha256 or None)."""
+    siblings = []
+    for name, size, digest in files:
+        s = {"rfilename": name, "size": size, "blobId": "0" * 40}
+        if digest is not None:
+            s["lfs"] = {"sha256": digest, "size": size, "pointerSize": 134}
+        siblings.append(s)
+    return {"_id": "65f0c0ffee", "id": repo, "private": False, "sha": sha, "siblings": siblings,
+            "lastModified": "2026-11-30T12:00:00.000Z", "tags": ["gguf"]}
+
+
+def library_seeds(out):
+    """Input of fuzz_library: a model name, a newline, the hub's listing of the repo."""
+    digest = [bytes([i]).hex() * 32 for i in range(16)]
+    quants = ["Q2_K", "Q3_K_M", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16", "IQ2_XXS", "BF16"]
+    typical = [(".gitattributes", 1519, None), ("README.md", 4100, None), ("config.json", 700, None)]
+    typical += [(f"Model-7B-Instruct-{q}.gguf", 1000 + 37 * i, digest[i]) for i, q in enumerate(quants)]
+    split = [(f"Q8_0/Model-70B-Q8_0-{k:05d}-of-00003.gguf", 900 + k, digest[k]) for k in (2, 1, 3)]
+    seeds = {
+        "typical": ("Owner/Model-GGUF:Q4_K_M", hub_listing(typical)),
+        "default-choice": ("Owner/Model-GGUF", hub_listing(typical)),
+        "lowercase-quant": ("owner/model-gguf:q5_k_m", hub_listing(typical)),
+        "split": ("Owner/Model-GGUF:Q8_0", hub_listing(typical[:3] + split)),
+        "split-incomplete": ("Owner/Model-GGUF:Q8_0", hub_listing(split[:2])),
+        "projector": ("Owner/Vision-GGUF", hub_listing([("mmproj-model-f16.gguf", 800, digest[3]),
+                                                        ("vision-Q4_K_M.gguf", 1200, digest[4])])),
+        "unsloth-dynamic": ("unsloth/gemma-3-270m-it-GGUF:UD-Q4_K_XL",
+                            hub_listing([("gemma-3-270m-it-UD-Q4_K_XL.gguf", 10, digest[5]),
+                                         ("gemma-3-270m-it-Q4_K_XL.gguf", 11, digest[6])])),
+        "only-one": ("Owner/Tiny-GGUF", hub_listing([("tiny.gguf", 5, None)])),
+        "hostile-names": ("Owner/Model-GGUF:Q4_0", hub_listing([("../up-Q4_0.gguf", 1, digest[1]),
+                                                                ("/abs-Q4_0.gguf", 1, digest[1]),
+                                                                ("a//b-Q4_0.gguf", 1, digest[1]),
+                                                                ("c\\d-Q4_0.gguf", 1, digest[1]),
+                                                                ("ok-Q4_0.gguf", 1, "xyz")])),
+        "bad-fields": ("Owner/Model-GGUF", {"siblings": [{"rfilename": "a.gguf"}, {"rfilename": 3, "size": 1},
+                                                         {"rfilename": "b.gguf", "size": -1},
+                                                         {"rfilename": "c.gguf", "size": 1.5},
+                                                         {"rfilename": "d.gguf", "size": 2, "lfs": []}, 7]}),
+        "no-siblings": ("Owner/Model-GGUF", {"id": "Owner/Model-GGUF", "sha": "main"}),
+    }
+    for name, (model, listing) in seeds.items():
+        write(out / name, model.encode() + b"\n" + json.dumps(listing).encode())
+    for n, bad in enumerate(["noslash", "a/b/c:Q4", "a--b/c", "a/b:", "-a/b", "a/b:Q4 K_M", "../x/y",
+                             "C:/models/x.gguf", "Owner/" + "r" * 97]):
+        write(out / f"name-{n}", bad.encode())
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -440,6 +525,7 @@ def main():
     chat_seeds(fresh_dir(args.out / "chat"))
     json_seeds(fresh_dir(args.out / "json_body"))
     tuning_seeds(fresh_dir(args.out / "tuning"))
+    library_seeds(fresh_dir(args.out / "library"))
     total = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in args.out.rglob('*') if f.is_file())} seeds, {total} bytes, under {args.out}")
 

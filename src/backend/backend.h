@@ -38,7 +38,8 @@ typedef enum bk_rope_mode {
 
 typedef enum bk_act {
     BK_ACT_SILU,
-    BK_ACT_GELU_TANH
+    BK_ACT_GELU_TANH,
+    BK_ACT_GELU_ERF /* x/2 * (1 + erf(x/sqrt 2)), the exact GELU that BERT uses */
 } bk_act;
 
 /* Rotary position embedding of n_head heads of head_dim per row; the first rope_dim dims of each
@@ -61,6 +62,8 @@ typedef struct bk_attention_params {
     float scale;          /* applied to q.k */
     float softcap;        /* 0: none; else scores become softcap * tanh(scores / softcap) */
     int32_t window;       /* 0: full causal; else a query at p sees keys at p - window < j <= p */
+    bool bidirectional;   /* every query sees every row of k and v, whatever its position (an
+                           * encoder over its own input); window must be 0 */
 } bk_attention_params;
 
 /* One product of a group that shares its input (see matmul_group). */
@@ -116,11 +119,21 @@ typedef struct bk_device_ops {
     /* causal attention of q (n_tok, n_head*head_dim), row t at position pos[t], over the keys and
      * values of positions 0..pos[t] (or the window before it) in k and v (rows, n_head_kv*head_dim;
      * both f32 or both f16), where position j is row j mod rows: the cache of a sliding-window
-     * layer may be a ring of at least `window` rows; out like q */
+     * layer may be a ring of at least `window` rows; out like q. With p->bidirectional every
+     * query attends over all rows of k and v instead (a device without it refuses). */
     brasa_status (*attention)(bk_device *dev, const bk_tensor *q, const bk_tensor *k, const bk_tensor *v, const int32_t *pos,
                               const bk_attention_params *p, bk_tensor *out, brasa_error *err);
     /* x = cap * tanh(x / cap), in place */
     brasa_status (*softcap)(bk_device *dev, bk_tensor *x, float cap, brasa_error *err);
+
+    /* ---- encoders (BERT); optional: NULL where the device has no kernel, and the engine then
+     * refuses such models on it ---- */
+    /* LayerNorm of every row: y = (x - mean(x)) / sqrt(var(x) + eps) * w + b, the variance over
+     * the row (not unbiased); w and b of length ne0. In place allowed. */
+    brasa_status (*layer_norm)(bk_device *dev, const bk_tensor *x, const bk_tensor *w, const bk_tensor *b, float eps,
+                               bk_tensor *y, brasa_error *err);
+    /* y = act(x), elementwise (an ungated FFN). In place allowed. */
+    brasa_status (*act)(bk_device *dev, const bk_tensor *x, bk_act act, bk_tensor *y, brasa_error *err);
 
     /* ---- routed experts (mixture of experts); ids and weights stay on the device ---- */
     /* For each token t (row of logits, n_expert wide): the k experts of largest logit (ties: the

@@ -4,7 +4,8 @@
  * several). Nothing is allocated per token: every tensor is a view into buffers made at creation.
  * With a GPU the layers are split between it and the CPU (offload.h): each device is a "place"
  * holding the caches of its layers and a batch's activations; the GPU's weights are copied at
- * creation and its stored kernel choices read from the tuning cache (gpu_tuning.h). */
+ * creation and its stored kernel choices read from the tuning cache (gpu_tuning.h). Passes that
+ * make embeddings instead of logits (embed.c) go through ctx_eval_hidden (context.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "backend/gpu_loader.h"
 #include "backend/gpu_tuning.h"
 #include "core/error.h"
+#include "engine/context.h"
 #include "engine/layout.h"
 #include "engine/offload.h"
 #include "model/model.h"
@@ -54,6 +56,9 @@ struct brasa_context {
     uint64_t kv_bytes, scratch_bytes;
     int32_t rewind_max;           /* positions a sequence can drop and still continue (ring caches) */
     float *logit_store;           /* (n_seq * n_vocab) */
+    int32_t *token_types;         /* (n_batch) zeros: every token is in the first segment */
+    float *embd_rows;             /* (n_batch * n_embd) a batch's hidden states on the host, for
+                                   * pooling; NULL for a model that makes no embeddings */
     char backend_name[480];
 };
 
@@ -221,7 +226,7 @@ static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa
     if (st != BRASA_OK)
         return st;
 
-    const int64_t KV = (int64_t)hp->n_head_kv * hp->head_dim, V = hp->n_vocab;
+    const int64_t KV = (int64_t)hp->n_head_kv * hp->head_dim, V = arch_dim_size(hp, ARCH_DIM_OUTPUT);
     const uint32_t kv_type = layout_kv_quant(p);
     size_t off[FWD_PLACES_MAX] = { 0 };
     for (int64_t s = 0; s < c->n_seq; s++) {
@@ -265,6 +270,11 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     const brasa_context_params p = plan.params;
     if (p.gpu_layers < 0 && p.gpu_layers != BRASA_GPU_LAYERS_NONE)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "gpu_layers %d is not a count, auto, all or none", p.gpu_layers);
+    /* the GPU kernels have no LayerNorm, exact GELU or attention over a whole input yet: refused
+     * here rather than computed wrong */
+    if ((hp->encoder || hp->bidirectional) && !is_cpu(p.device) && p.gpu_layers != BRASA_GPU_LAYERS_NONE)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "%s is an embedding model, which brasa runs on the CPU only for now: "
+                       "use the cpu device", m->desc.architecture);
 
     brasa_context *c = calloc(1, sizeof *c);
     if (!c)
@@ -275,21 +285,25 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     c->n_threads = p.n_threads;
     c->n_seq = p.n_seq;
     c->kv_bytes = plan.kv_bytes;
-    c->scratch_bytes = plan.act_bytes + plan.logit_bytes;
+    c->scratch_bytes = plan.act_bytes + plan.logit_bytes + plan.embd_bytes;
     c->rewind_max = INT32_MAX;
-    for (int il = 0; il < hp->n_layer; il++) {
+    for (int il = 0; il < hp->n_layer && !hp->bidirectional; il++) {
         /* a ring of R rows over a window W can forget at most R - W + 1 positions (see seq_rewind) */
         const int32_t rows = arch_kv_rows(hp, il, p.n_ctx, p.n_batch);
         if (rows < p.n_ctx && rows - hp->sliding_window + 1 < c->rewind_max)
             c->rewind_max = rows - hp->sliding_window + 1;
     }
-    const int64_t S = c->n_seq, L = hp->n_layer, V = hp->n_vocab, B = c->n_batch;
+    const int64_t S = c->n_seq, L = hp->n_layer, V = arch_dim_size(hp, ARCH_DIM_OUTPUT), B = c->n_batch;
     c->seqs = calloc((size_t)S, sizeof *c->seqs);
     c->caches = calloc((size_t)(S * 2 * L), sizeof *c->caches);
     c->pos = malloc((size_t)B * sizeof *c->pos);
     c->fseqs = malloc((size_t)B * sizeof *c->fseqs);
-    c->logit_store = malloc((size_t)S * (size_t)V * sizeof *c->logit_store);
-    if (!c->seqs || !c->caches || !c->pos || !c->fseqs || !c->logit_store)
+    c->logit_store = malloc(((size_t)S * (size_t)V + 1) * sizeof *c->logit_store); /* + 1: an encoder has none */
+    c->token_types = calloc((size_t)B, sizeof *c->token_types);
+    if (plan.embd_bytes)
+        c->embd_rows = malloc((size_t)plan.embd_bytes);
+    if (!c->seqs || !c->caches || !c->pos || !c->fseqs || !c->logit_store || !c->token_types ||
+        (plan.embd_bytes && !c->embd_rows))
         st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
 
     /* the devices: the GPU first, since how many layers it takes decides whether the CPU runs any */
@@ -360,12 +374,14 @@ void brasa_context_free(brasa_context *c) {
     free(c->pos);
     free(c->fseqs);
     free(c->logit_store);
+    free(c->token_types);
+    free(c->embd_rows);
     free(c);
 }
 
 int32_t brasa_context_size(const brasa_context *c) { return c->n_ctx; }
 int32_t brasa_context_seqs(const brasa_context *c) { return c->n_seq; }
-int32_t brasa_logits_size(const brasa_context *c) { return c->model->hp.n_vocab; }
+int32_t brasa_logits_size(const brasa_context *c) { return (int32_t)arch_dim_size(&c->model->hp, ARCH_DIM_OUTPUT); }
 
 static bool seq_ok(const brasa_context *c, int32_t seq) {
     return c && seq >= 0 && seq < c->n_seq;
@@ -436,22 +452,26 @@ void brasa_context_reset(brasa_context *c) {
 }
 
 /* Runs the forward pass over a batch (at most n_batch tokens) made of n_segs runs of tokens, run i
- * of len[i] tokens for sequence seq[i] at its next positions. Logits: of every token into all_logits
- * (one run only) when given; of each run's last token into its sequence when want_last. On success
- * the sequences advance; on failure none does. */
+ * of len[i] tokens for sequence seq[i] at its next positions (a model without causal attention:
+ * a whole input at positions 0.., no sequence). Logits: of every token into all_logits (one run
+ * only) when given; of each run's last token into its sequence when want_last; none when hidden is
+ * given, which receives the final hidden states instead. On success the sequences advance; on
+ * failure none does. */
 static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq, const int64_t *len,
-                               const brasa_token *tokens, float *all_logits, bool want_last, brasa_error *err) {
+                               const brasa_token *tokens, float *all_logits, bool want_last, bk_tensor *hidden,
+                               brasa_error *err) {
     const brasa_model *m = c->model;
+    const bool causal = !m->hp.bidirectional;
     int64_t n = 0;
     for (int i = 0; i < n_segs; i++) {
-        ctx_seq *sq = &c->seqs[seq[i]];
-        c->fseqs[i] = (fwd_seq){ n, len[i], sq->k_cache, sq->v_cache };
+        ctx_seq *sq = causal ? &c->seqs[seq[i]] : NULL;
+        c->fseqs[i] = (fwd_seq){ n, len[i], sq ? sq->k_cache : NULL, sq ? sq->v_cache : NULL };
         for (int64_t t = 0; t < len[i]; t++)
-            c->pos[n + t] = sq->n_past + (int32_t)t;
+            c->pos[n + t] = (sq ? sq->n_past : 0) + (int32_t)t;
         n += len[i];
     }
     /* one run: the logits of its last token (or all); several: of every token, each a run's last */
-    const int64_t first = all_logits || n_segs > 1 ? 0 : want_last ? n - 1 : n;
+    const int64_t first = hidden ? n : all_logits || n_segs > 1 ? 0 : want_last ? n - 1 : n;
     fwd_place places[FWD_PLACES_MAX];
     for (int i = 0; i < c->n_places; i++) {
         const fwd_place *a = &c->places[i].acts;
@@ -460,12 +480,18 @@ static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq,
     const ctx_place *head = &c->places[c->n_places - 1]; /* the output head runs on the last place */
     fwd f = {
         .places = places, .n_places = c->n_places, .hp = &m->hp, .w = &m->weights, .n = n, .tokens = tokens,
-        .pos = c->pos, .seqs = c->fseqs, .n_seqs = n_segs, .logits_first = first,
-        .logits = bk_rows(&head->acts.a.logits, 0, n - first), .err = err,
+        .pos = c->pos, .token_types = c->token_types, .seqs = c->fseqs, .n_seqs = n_segs, .logits_first = first,
+        .logits = bk_rows(&head->acts.a.logits, 0, n - first), .embeddings = hidden != NULL, .err = err,
     };
     brasa_status st = m->arch->forward(&f);
     if (st != BRASA_OK)
         return st;
+    if (hidden) {
+        *hidden = f.hidden;
+        for (int i = 0; i < n_segs && causal; i++)
+            c->seqs[seq[i]].n_past += (int32_t)len[i];
+        return BRASA_OK;
+    }
     if (all_logits)
         st = head->acts.dev->ops->download(&f.logits, all_logits, 0, n, err);
     for (int i = 0; i < n_segs && st == BRASA_OK; i++) {
@@ -478,6 +504,16 @@ static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq,
         }
     }
     return st;
+}
+
+/* Next-token logits need an output head and causal attention: an encoder (bert), or a model whose
+ * tokens see the whole input, makes embeddings only. */
+static brasa_status need_logits(const brasa_context *c, brasa_error *err) {
+    const arch_hparams *hp = &c->model->hp;
+    if (hp->encoder || hp->bidirectional)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "%s is an embedding model: it makes embeddings (brasa_embed, brasa "
+                       "embed), not next-token logits", c->model->desc.architecture);
+    return BRASA_OK;
 }
 
 static brasa_status check_tokens(const brasa_context *c, const brasa_token *tokens, size_t n, brasa_error *err) {
@@ -497,11 +533,14 @@ brasa_status brasa_seq_decode(brasa_context *c, int32_t seq, const brasa_token *
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "sequence %d is outside 0..%d", seq, c->n_seq - 1);
     if (n == 0)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "nothing to evaluate: no tokens");
+    brasa_status st = need_logits(c, err);
+    if (st != BRASA_OK)
+        return st;
     ctx_seq *sq = &c->seqs[seq];
     if (n > (size_t)(c->n_ctx - sq->n_past))
         return err_set(err, BRASA_CONTEXT_FULL, "the context is full: %zu more tokens do not fit in %d (%d used); "
                        "use a larger --ctx or a shorter prompt", n, c->n_ctx, sq->n_past);
-    brasa_status st = check_tokens(c, tokens, n, err);
+    st = check_tokens(c, tokens, n, err);
     if (st != BRASA_OK)
         return st;
     const int32_t start = sq->n_past;
@@ -509,7 +548,7 @@ brasa_status brasa_seq_decode(brasa_context *c, int32_t seq, const brasa_token *
     for (size_t done = 0; done < n;) {
         const int64_t chunk = (int64_t)(n - done < (size_t)c->n_batch ? n - done : (size_t)c->n_batch);
         const bool last = done + (size_t)chunk == n;
-        st = eval_batch(c, 1, &seq, &chunk, tokens + done, all_logits ? all_logits + done * (size_t)V : NULL, last, err);
+        st = eval_batch(c, 1, &seq, &chunk, tokens + done, all_logits ? all_logits + done * (size_t)V : NULL, last, NULL, err);
         if (st != BRASA_OK) {
             seq_rewind(c, sq, start); /* a failed decode leaves the cache as it was, where a ring allows */
             return st;
@@ -527,6 +566,9 @@ brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const 
                                    brasa_error *err) {
     if (!c || !seqs || !tokens || n == 0)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_decode_step: invalid arguments");
+    brasa_status st = need_logits(c, err);
+    if (st != BRASA_OK)
+        return st;
     for (size_t i = 0; i < n; i++) {
         if (!seq_ok(c, seqs[i]))
             return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "sequence %d is outside 0..%d", seqs[i], c->n_seq - 1);
@@ -536,7 +578,7 @@ brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const 
         if (c->seqs[seqs[i]].n_past >= c->n_ctx)
             return err_set(err, BRASA_CONTEXT_FULL, "the context of sequence %d is full (%d tokens)", seqs[i], c->n_ctx);
     }
-    brasa_status st = check_tokens(c, tokens, n, err);
+    st = check_tokens(c, tokens, n, err);
     if (st != BRASA_OK)
         return st;
     /* batches small enough that every token's result is the one it gets alone */
@@ -546,11 +588,37 @@ brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const 
     const size_t per = (size_t)c->n_batch < BK_BATCH_EXACT_MAX ? (size_t)c->n_batch : BK_BATCH_EXACT_MAX;
     for (size_t done = 0; done < n; done += per) {
         const int k = (int)(n - done < per ? n - done : per);
-        st = eval_batch(c, k, seqs + done, ones, tokens + done, NULL, true, err);
+        st = eval_batch(c, k, seqs + done, ones, tokens + done, NULL, true, NULL, err);
         if (st != BRASA_OK)
             return st; /* the sequences of earlier batches keep their token; this batch's have none */
     }
     return BRASA_OK;
+}
+
+brasa_status ctx_check_tokens(const brasa_context *c, const brasa_token *tokens, size_t n, brasa_error *err) {
+    return check_tokens(c, tokens, n, err);
+}
+
+int32_t ctx_batch_size(const brasa_context *c) {
+    return c->n_batch;
+}
+
+float *ctx_embd_rows(brasa_context *c) {
+    return c->embd_rows;
+}
+
+brasa_status ctx_eval_hidden(brasa_context *c, int n_segs, const int32_t *seq, const int64_t *len, const brasa_token *tokens,
+                             bk_tensor *hidden, brasa_error *err) {
+    int64_t n = 0;
+    for (int i = 0; i < n_segs; i++)
+        n += len[i];
+    if (n_segs < 1 || n_segs > c->n_batch || n < 1 || n > c->n_batch)
+        return err_set(err, BRASA_ERR_INTERNAL, "a pass of %lld tokens in %d runs for a batch of %d", (long long)n, n_segs,
+                       c->n_batch);
+    for (int i = 0; i < n_segs && !c->model->hp.bidirectional; i++)
+        if (!seq_ok(c, seq[i]) || len[i] > c->n_ctx - c->seqs[seq[i]].n_past)
+            return err_set(err, BRASA_ERR_INTERNAL, "a pass of %lld tokens past sequence %d's cache", (long long)len[i], seq[i]);
+    return eval_batch(c, n_segs, seq, len, tokens, NULL, false, hidden, err);
 }
 
 void brasa_context_memory_use(const brasa_context *c, brasa_context_memory *out) {

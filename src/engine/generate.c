@@ -1,14 +1,163 @@
-/* generate.c: the generation loop shared by the command line and the server: evaluate the prompt,
- * then sample, stream and evaluate one token at a time until an end-of-generation token, a stop
- * string, the token limit, a full context or an abort. Text is streamed in whole UTF-8 characters
- * through engine/stream.h. */
+/* generate.c: the one generation loop of brasa. brasa_generation_next is its step (sample, accept,
+ * end of generation, detokenize, stop strings, limits, the final flush); the server's scheduler
+ * calls it for each of its sequences between batched forward passes, and brasa_generate, which the
+ * command line uses, is the same step in a loop over one sequence. Text is streamed in whole UTF-8
+ * characters through engine/stream.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/buf.h"
-#include "engine/stream.h"
 #include "core/error.h"
+#include "engine/stream.h"
 #include "platform/platform.h"
+
+#define MAX_STOP_STRINGS 16
+
+struct brasa_generation {
+    brasa_context *ctx;
+    const brasa_model *model;
+    int32_t seq;
+    brasa_sampler *sampler;
+    brasa_decoder *decoder;
+    int32_t n_predict, top_logprobs, n_sampled;
+    char *stop[MAX_STOP_STRINGS + 1];
+    gen_stream stream;
+    bool ended;
+};
+
+brasa_generation_params brasa_generation_default_params(void) {
+    brasa_generation_params p;
+    memset(&p, 0, sizeof p);
+    p.top_logprobs = -1;
+    return p;
+}
+
+void brasa_generation_free(brasa_generation *g) {
+    if (!g)
+        return;
+    for (int i = 0; i < MAX_STOP_STRINGS; i++)
+        free(g->stop[i]);
+    gen_stream_free(&g->stream);
+    brasa_decoder_free(g->decoder);
+    free(g);
+}
+
+brasa_status brasa_generation_create(brasa_context *ctx, int32_t seq, brasa_sampler *sampler,
+                                     const brasa_generation_params *p, brasa_generation **out, brasa_error *err) {
+    if (out)
+        *out = NULL;
+    if (!ctx || !sampler || !p || !out)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_generation_create: invalid arguments");
+    if (p->n_predict < 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "n_predict %d must not be negative", p->n_predict);
+    if (p->top_logprobs > BRASA_MAX_TOP_LOGPROBS)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "top_logprobs %d is over %d", p->top_logprobs,
+                       BRASA_MAX_TOP_LOGPROBS);
+    size_t n_stop = 0;
+    for (; p->stop && p->stop[n_stop]; n_stop++)
+        if (p->stop[n_stop][0] == '\0')
+            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "stop strings must not be empty");
+    if (n_stop > MAX_STOP_STRINGS)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%zu stop strings: at most %d", n_stop, MAX_STOP_STRINGS);
+    brasa_generation *g = calloc(1, sizeof *g);
+    if (!g)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    g->ctx = ctx;
+    g->model = brasa_context_model(ctx);
+    g->seq = seq;
+    g->sampler = sampler;
+    g->n_predict = p->n_predict;
+    g->top_logprobs = p->top_logprobs;
+    for (size_t k = 0; k < n_stop; k++) {
+        const size_t len = strlen(p->stop[k]);
+        if (!(g->stop[k] = malloc(len + 1))) {
+            brasa_generation_free(g);
+            return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+        }
+        memcpy(g->stop[k], p->stop[k], len + 1);
+    }
+    g->stream = (gen_stream){ (const char *const *)g->stop, p->on_text, p->user_data, { 0 }, false, false, -1 };
+    const brasa_status st = brasa_decoder_create(g->model, p->detokenize_flags, &g->decoder, err);
+    if (st != BRASA_OK) {
+        brasa_generation_free(g);
+        return st;
+    }
+    *out = g;
+    return BRASA_OK;
+}
+
+void brasa_generation_flush(brasa_generation *g) {
+    if (!g || g->ended)
+        return;
+    g->ended = true;
+    if (g->stream.matched)
+        return;
+    /* what was held back for a stop string or an unfinished character is output after all */
+    const char *rest;
+    size_t len;
+    brasa_decoder_flush(g->decoder, &rest, &len);
+    if (buf_append(&g->stream.pending, rest, len))
+        gen_stream_flush(&g->stream);
+}
+
+int32_t brasa_generation_count(const brasa_generation *g) {
+    return g ? g->n_sampled : 0;
+}
+
+static brasa_status step_done(brasa_generation *g, brasa_generation_step *step, brasa_stop_reason why) {
+    step->done = true;
+    step->stop_reason = why;
+    if (why == BRASA_STOP_STRING)
+        step->stop_index = g->stream.matched_index;
+    if (why != BRASA_STOP_ABORTED)
+        brasa_generation_flush(g);
+    g->ended = true;
+    return BRASA_OK;
+}
+
+brasa_status brasa_generation_next(brasa_generation *g, brasa_generation_step *step, brasa_error *err) {
+    if (!g || !step)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_generation_next: invalid arguments");
+    memset(step, 0, sizeof *step);
+    step->token = BRASA_TOKEN_NONE;
+    step->stop_index = -1;
+    if (g->ended)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_generation_next: generation is over");
+    const float *logits = brasa_seq_logits(g->ctx, g->seq);
+    if (!logits)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "sequence %d has no logits: evaluate its prompt first", g->seq);
+    const int32_t n_vocab = brasa_logits_size(g->ctx);
+    const brasa_token t = brasa_sampler_sample(g->sampler, logits, n_vocab);
+    if (t == BRASA_TOKEN_NONE)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while sampling");
+    step->token = t;
+    const bool eog = brasa_token_is_eog(g->model, t);
+    if (g->top_logprobs >= 0 && !eog) {
+        step->has_logprob = true;
+        step->n_top = g->top_logprobs;
+        step->logprob = brasa_logprobs(logits, n_vocab, t, g->top_logprobs, step->top);
+    }
+    brasa_sampler_accept(g->sampler, t);
+    g->n_sampled++;
+    if (eog)
+        return step_done(g, step, BRASA_STOP_EOG);
+    const char *piece;
+    size_t len;
+    brasa_status st = brasa_decoder_push(g->decoder, t, &piece, &len, err);
+    if (st != BRASA_OK)
+        return st;
+    if (!gen_stream_push(&g->stream, piece, len))
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while streaming");
+    if (g->stream.matched)
+        return step_done(g, step, BRASA_STOP_STRING);
+    if (g->stream.stopped)
+        return step_done(g, step, BRASA_STOP_ABORTED);
+    if (g->n_predict > 0 && g->n_sampled >= g->n_predict)
+        return step_done(g, step, BRASA_STOP_LENGTH);
+    if (brasa_seq_used(g->ctx, g->seq) >= brasa_context_size(g->ctx))
+        return step_done(g, step, BRASA_STOP_CONTEXT);
+    return BRASA_OK;
+}
 
 brasa_generate_params brasa_generate_default_params(void) {
     brasa_generate_params p;
@@ -22,23 +171,21 @@ brasa_status brasa_generate(brasa_context *ctx, brasa_sampler *sampler, const br
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_generate: invalid arguments");
     if (n_prompt == 0)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "the prompt is empty: give at least one token");
-    if (params->n_predict < 0)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "n_predict %d must not be negative", params->n_predict);
-    for (size_t k = 0; params->stop && params->stop[k]; k++)
-        if (params->stop[k][0] == '\0')
-            return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "stop strings must not be empty");
     brasa_generate_stats local;
     if (!stats)
         stats = &local;
     memset(stats, 0, sizeof *stats);
     stats->n_prompt = (int32_t)n_prompt;
 
-    const brasa_model *model = brasa_context_model(ctx);
-    brasa_decoder *dec = NULL;
-    brasa_status st = brasa_decoder_create(model, BRASA_DETOKENIZE_DEFAULT, &dec, err);
+    brasa_generation_params gp = brasa_generation_default_params();
+    gp.n_predict = params->n_predict;
+    gp.stop = params->stop;
+    gp.on_text = params->on_text;
+    gp.user_data = params->user_data;
+    brasa_generation *g = NULL;
+    brasa_status st = brasa_generation_create(ctx, 0, sampler, &gp, &g, err);
     if (st != BRASA_OK)
         return st;
-    gen_stream s = { params->stop, params->on_text, params->user_data, { 0 }, false, false };
 
     double t0 = plat_time_seconds();
     st = brasa_decode(ctx, prompt, n_prompt, NULL, err);
@@ -50,60 +197,23 @@ brasa_status brasa_generate(brasa_context *ctx, brasa_sampler *sampler, const br
     while (st == BRASA_OK) {
         if (params->abort_flag && *params->abort_flag) {
             stats->stop_reason = BRASA_STOP_ABORTED;
+            brasa_generation_flush(g);
             break;
         }
-        if (params->n_predict > 0 && stats->n_generated >= params->n_predict) {
-            stats->stop_reason = BRASA_STOP_LENGTH;
-            break;
-        }
-        brasa_token t = brasa_sampler_sample(sampler, brasa_logits(ctx), brasa_logits_size(ctx));
-        if (t == BRASA_TOKEN_NONE) {
-            st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while sampling");
-            break;
-        }
-        brasa_sampler_accept(sampler, t);
-        stats->n_generated++;
-        if (brasa_token_is_eog(model, t)) {
-            stats->stop_reason = BRASA_STOP_EOG;
-            break;
-        }
-        const char *piece;
-        size_t len;
-        st = brasa_decoder_push(dec, t, &piece, &len, err);
-        if (st == BRASA_OK && !gen_stream_push(&s, piece, len))
-            st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while streaming");
+        brasa_generation_step step = { 0 };
+        st = brasa_generation_next(g, &step, err);
         if (st != BRASA_OK)
             break;
-        if (s.matched) {
-            stats->stop_reason = BRASA_STOP_STRING;
+        if (step.done) {
+            stats->stop_reason = step.stop_reason;
             break;
         }
-        if (s.stopped) {
-            stats->stop_reason = BRASA_STOP_ABORTED;
-            break;
-        }
-        if (params->n_predict > 0 && stats->n_generated >= params->n_predict) {
-            stats->stop_reason = BRASA_STOP_LENGTH;
-            break;
-        }
-        if (brasa_context_used(ctx) >= brasa_context_size(ctx)) {
-            stats->stop_reason = BRASA_STOP_CONTEXT;
-            break;
-        }
-        st = brasa_decode(ctx, &t, 1, NULL, err);
+        st = brasa_decode(ctx, &step.token, 1, NULL, err);
         if (st == BRASA_OK && params->on_token)
-            params->on_token(t, params->user_data);
+            params->on_token(step.token, params->user_data);
     }
+    stats->n_generated = brasa_generation_count(g);
     stats->generate_seconds = plat_time_seconds() - t1;
-    if (st == BRASA_OK && !s.matched) {
-        /* what was held back for a stop string or an unfinished character is output after all */
-        const char *rest;
-        size_t len;
-        brasa_decoder_flush(dec, &rest, &len);
-        if (buf_append(&s.pending, rest, len))
-            gen_stream_flush(&s);
-    }
-    gen_stream_free(&s);
-    brasa_decoder_free(dec);
+    brasa_generation_free(g);
     return st;
 }

@@ -54,14 +54,24 @@ brasa_status layout_plan_context(const arch_hparams *hp, const brasa_context_par
         p.n_ctx = n_ctx_train > 0 && n_ctx_train < LAYOUT_DEFAULT_MAX_CTX ? n_ctx_train : LAYOUT_DEFAULT_MAX_CTX;
     if (p.n_ctx > (1 << 22))
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context of %d tokens is beyond brasa's limit of %d", p.n_ctx, 1 << 22);
+    if (hp->encoder && p.n_ctx > n_ctx_train)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context of %d tokens is beyond the model's %d learned positions",
+                       p.n_ctx, n_ctx_train);
+    /* without causal attention every token needs the whole input: one batch holds the context */
+    if (hp->bidirectional && p.n_ctx > LAYOUT_MAX_BATCH)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "context of %d tokens: a model whose tokens see the whole input "
+                       "evaluates it at once, at most %d tokens", p.n_ctx, LAYOUT_MAX_BATCH);
+    if (hp->bidirectional)
+        p.n_batch = p.n_ctx;
     if (p.n_batch == 0)
         p.n_batch = LAYOUT_DEFAULT_BATCH;
     if (p.n_batch > p.n_ctx)
         p.n_batch = p.n_ctx;
     if (p.n_batch < p.n_seq && p.n_batch < BK_BATCH_EXACT_MAX)
         p.n_batch = p.n_seq < BK_BATCH_EXACT_MAX ? p.n_seq : BK_BATCH_EXACT_MAX; /* room for a step of every sequence */
-    if (p.n_batch > 4096)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "batch of %d tokens is beyond the limit of 4096", p.n_batch);
+    if (p.n_batch > LAYOUT_MAX_BATCH)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "batch of %d tokens is beyond the limit of %d", p.n_batch,
+                       LAYOUT_MAX_BATCH);
     if (p.n_threads == 0)
         p.n_threads = plat_physical_cores(); /* hyper-threads share the vector units: no gain */
     if (p.n_threads > 1024)
@@ -75,6 +85,9 @@ brasa_status layout_plan_context(const arch_hparams *hp, const brasa_context_par
         out->kv_bytes_full += 2 * (uint64_t)p.n_seq * layout_bytes(KV, p.n_ctx, kv_elem);
     }
     out->act_bytes = layout_act_bytes(hp, p.n_batch);
-    out->logit_bytes = (uint64_t)p.n_seq * (uint64_t)hp->n_vocab * sizeof(float);
+    out->logit_bytes = (uint64_t)p.n_seq * (uint64_t)arch_dim_size(hp, ARCH_DIM_OUTPUT) * sizeof(float);
+    /* a model that makes embeddings: one batch's hidden states on the host, for pooling */
+    if (hp->encoder || hp->pooling != BRASA_POOLING_NONE)
+        out->embd_bytes = (uint64_t)p.n_batch * (uint64_t)hp->n_embd * sizeof(float);
     return BRASA_OK;
 }

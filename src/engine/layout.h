@@ -12,6 +12,7 @@
 #define LAYOUT_DEFAULT_MAX_CTX 4096
 #define LAYOUT_DEFAULT_BATCH 64
 #define LAYOUT_MAX_SEQ 256
+#define LAYOUT_MAX_BATCH 4096
 
 /* A context's sizes: keys and values are stored as f16 (or f32 when asked), one row of n_head_kv * head_dim per
  * position, per layer and sequence (sliding-window layers keep a ring, see arch_kv_rows). */
@@ -20,11 +21,14 @@ typedef struct layout_plan {
     uint64_t kv_bytes;           /* the KV caches of all sequences */
     uint64_t kv_bytes_full;      /* what they would take if every layer kept the whole context */
     uint64_t act_bytes;          /* the activation buffers of one batch */
-    uint64_t logit_bytes;        /* each sequence's last logits */
+    uint64_t logit_bytes;        /* each sequence's last logits (none for an encoder) */
+    uint64_t embd_bytes;         /* a batch's final hidden states on the host, when the model makes embeddings */
 } layout_plan;
 
 /* Resolves the defaults of params (n_ctx from hp's trained context, batch, threads, sequences),
- * checks the limits, and sizes the buffers. */
+ * checks the limits, and sizes the buffers. A model without causal attention takes its whole
+ * context as one batch (its tokens all see each other), and an encoder's context is at most its
+ * learned positions. */
 brasa_status layout_plan_context(const arch_hparams *hp, const brasa_context_params *params, layout_plan *out,
                                  brasa_error *err);
 

@@ -30,19 +30,23 @@ bool gen_stream_push(gen_stream *s, const char *text, size_t n) {
         return false;
     const char *const *stop = s->stop;
     size_t cut = s->pending.len;
+    int which = -1;
     for (size_t k = 0; stop && stop[k]; k++) {
         size_t len = strlen(stop[k]);
         if (len == 0 || len > s->pending.len)
             continue;
         for (size_t i = 0; i + len <= s->pending.len; i++)
             if (memcmp(s->pending.data + i, stop[k], len) == 0) {
-                if (i < cut)
+                if (i < cut) {
                     cut = i;
+                    which = (int)k;
+                }
                 break;
             }
     }
     if (cut < s->pending.len) {
         s->matched = true;
+        s->matched_index = which;
         s->pending.len = cut;
         emit(s, cut);
         return true;

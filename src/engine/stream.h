@@ -16,6 +16,7 @@ typedef struct gen_stream {
     buf pending;   /* decoded text not yet handed out */
     bool stopped;  /* on_text asked to stop */
     bool matched;  /* a stop string appeared */
+    int matched_index; /* which one (the earliest in the text), when matched */
 } gen_stream;
 
 /* Adds text, hands out what is safe and detects stop strings; false when out of memory. */

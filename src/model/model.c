@@ -88,6 +88,11 @@ static brasa_status describe(brasa_model *m, brasa_error *err) {
     d->n_params_active = d->n_params;
     d->n_vocab = m->vocab.n_tokens;
     d->vocab_type = m->vocab.type;
+    d->pooling = (brasa_pooling)hp->pooling;
+    d->causal_attention = !hp->bidirectional;
+    d->is_embedding = hp->encoder || (hp->pooling != BRASA_POOLING_NONE && hp->pooling != BRASA_POOLING_RANK);
+    d->can_generate = !hp->encoder && !hp->bidirectional;
+    d->embedding_dim = d->is_embedding ? hp->n_embd : 0;
     d->tokenizer_error = m->tokenizer_error[0] ? m->tokenizer_error : NULL;
     return BRASA_OK;
 }

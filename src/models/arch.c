@@ -18,7 +18,8 @@
 
 typedef enum { ARCH_REQUIRED, ARCH_OPTIONAL, ARCH_SKIP } arch_need;
 
-static const arch_def *const registry[] = { &arch_llama, &arch_qwen2, &arch_qwen3, &arch_qwen3moe, &arch_gemma3 };
+static const arch_def *const registry[] = { &arch_llama, &arch_qwen2, &arch_qwen3, &arch_qwen3moe, &arch_gemma3,
+                                             &arch_bert };
 
 const arch_def *arch_find(const char *name) {
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
@@ -28,31 +29,38 @@ const arch_def *arch_find(const char *name) {
 }
 
 const char *arch_names(void) {
-    return "llama, qwen2, qwen3, qwen3moe, gemma3";
+    return "llama, qwen2, qwen3, qwen3moe, gemma3, bert";
 }
 
 #define LAYER_TENSOR(field, gguf, group, ne0, ne1, ne2) { gguf, offsetof(arch_layer, field), group, { ne0, ne1, ne2 } }
 const arch_tensor_def arch_layer_tensors[] = {
     LAYER_TENSOR(attn_norm, "attn_norm.weight", ARCH_T_ATTN, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
-    LAYER_TENSOR(wq, "attn_q.weight", ARCH_T_ATTN, ARCH_DIM_EMBD, ARCH_DIM_Q, ARCH_DIM_ONE),
-    LAYER_TENSOR(wk, "attn_k.weight", ARCH_T_ATTN, ARCH_DIM_EMBD, ARCH_DIM_KV, ARCH_DIM_ONE),
-    LAYER_TENSOR(wv, "attn_v.weight", ARCH_T_ATTN, ARCH_DIM_EMBD, ARCH_DIM_KV, ARCH_DIM_ONE),
-    LAYER_TENSOR(wo, "attn_output.weight", ARCH_T_ATTN, ARCH_DIM_Q, ARCH_DIM_EMBD, ARCH_DIM_ONE),
-    LAYER_TENSOR(bq, "attn_q.bias", ARCH_T_QKV_BIAS, ARCH_DIM_Q, ARCH_DIM_ONE, ARCH_DIM_ONE),
-    LAYER_TENSOR(bk, "attn_k.bias", ARCH_T_QKV_BIAS, ARCH_DIM_KV, ARCH_DIM_ONE, ARCH_DIM_ONE),
-    LAYER_TENSOR(bv, "attn_v.bias", ARCH_T_QKV_BIAS, ARCH_DIM_KV, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(wq, "attn_q.weight", ARCH_T_ATTN | ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_Q, ARCH_DIM_ONE),
+    LAYER_TENSOR(wk, "attn_k.weight", ARCH_T_ATTN | ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_KV, ARCH_DIM_ONE),
+    LAYER_TENSOR(wv, "attn_v.weight", ARCH_T_ATTN | ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_KV, ARCH_DIM_ONE),
+    LAYER_TENSOR(wo, "attn_output.weight", ARCH_T_ATTN | ARCH_T_BERT, ARCH_DIM_Q, ARCH_DIM_EMBD, ARCH_DIM_ONE),
+    LAYER_TENSOR(bq, "attn_q.bias", ARCH_T_QKV_BIAS | ARCH_T_BERT, ARCH_DIM_Q, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(bk, "attn_k.bias", ARCH_T_QKV_BIAS | ARCH_T_BERT, ARCH_DIM_KV, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(bv, "attn_v.bias", ARCH_T_QKV_BIAS | ARCH_T_BERT, ARCH_DIM_KV, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(q_norm, "attn_q_norm.weight", ARCH_T_QK_NORM, ARCH_DIM_HEAD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(k_norm, "attn_k_norm.weight", ARCH_T_QK_NORM, ARCH_DIM_HEAD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(attn_post_norm, "post_attention_norm.weight", ARCH_T_POST_NORMS, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_norm, "ffn_norm.weight", ARCH_T_FFN | ARCH_T_MOE, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_gate, "ffn_gate.weight", ARCH_T_FFN, ARCH_DIM_EMBD, ARCH_DIM_FF, ARCH_DIM_ONE),
-    LAYER_TENSOR(ffn_up, "ffn_up.weight", ARCH_T_FFN, ARCH_DIM_EMBD, ARCH_DIM_FF, ARCH_DIM_ONE),
-    LAYER_TENSOR(ffn_down, "ffn_down.weight", ARCH_T_FFN, ARCH_DIM_FF, ARCH_DIM_EMBD, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_up, "ffn_up.weight", ARCH_T_FFN | ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_FF, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_down, "ffn_down.weight", ARCH_T_FFN | ARCH_T_BERT, ARCH_DIM_FF, ARCH_DIM_EMBD, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_post_norm, "post_ffw_norm.weight", ARCH_T_POST_NORMS, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_gate_inp, "ffn_gate_inp.weight", ARCH_T_MOE, ARCH_DIM_EMBD, ARCH_DIM_EXPERTS, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_gate_exps, "ffn_gate_exps.weight", ARCH_T_MOE, ARCH_DIM_EMBD, ARCH_DIM_FF_EXP, ARCH_DIM_EXPERTS),
     LAYER_TENSOR(ffn_up_exps, "ffn_up_exps.weight", ARCH_T_MOE, ARCH_DIM_EMBD, ARCH_DIM_FF_EXP, ARCH_DIM_EXPERTS),
     LAYER_TENSOR(ffn_down_exps, "ffn_down_exps.weight", ARCH_T_MOE, ARCH_DIM_FF_EXP, ARCH_DIM_EMBD, ARCH_DIM_EXPERTS),
+    LAYER_TENSOR(bo, "attn_output.bias", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(attn_out_norm, "attn_output_norm.weight", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(attn_out_norm_b, "attn_output_norm.bias", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_up_b, "ffn_up.bias", ARCH_T_BERT, ARCH_DIM_FF, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_down_b, "ffn_down.bias", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(layer_out_norm, "layer_output_norm.weight", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(layer_out_norm_b, "layer_output_norm.bias", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
 };
 const int arch_layer_tensor_count = (int)(sizeof arch_layer_tensors / sizeof arch_layer_tensors[0]);
 static_assert(sizeof(arch_layer) == sizeof arch_layer_tensors / sizeof arch_layer_tensors[0] * sizeof(bk_tensor),
@@ -75,6 +83,7 @@ int64_t arch_dim_size(const arch_hparams *hp, arch_dim d) {
     case ARCH_DIM_EXPERTS_USED: return hp->n_expert_used;
     case ARCH_DIM_FF_EXP: return hp->n_ff_exp;
     case ARCH_DIM_ROPE_PAIRS: return hp->rope_dim / 2;
+    case ARCH_DIM_OUTPUT: return hp->encoder ? 0 : hp->n_vocab;
     }
     return 0;
 }
@@ -198,6 +207,12 @@ brasa_status arch_read_hparams(const gguf_file *f, const arch_def *def, arch_hpa
     memcpy(arch, name.data, name.len);
     arch[name.len] = '\0';
     const bool moe = def && (def->required & ARCH_T_MOE);
+    /* what the model is for, read first so that even a file brasa cannot run is described */
+    hp->encoder = def && def->encoder;
+    bool causal = !hp->encoder;
+    get_bool(f, arch, "attention.causal", &causal);
+    hp->bidirectional = !causal;
+    get_i32(f, arch, "pooling_type", &hp->pooling);
     get_i32(f, arch, "block_count", &hp->n_layer);
     get_i32(f, arch, "embedding_length", &hp->n_embd);
     get_i32(f, arch, "attention.head_count", &hp->n_head);
@@ -223,10 +238,12 @@ brasa_status arch_read_hparams(const gguf_file *f, const arch_def *def, arch_hpa
         return err_set(err, BRASA_ERR_UNSUPPORTED, "key length %d differs from value length %d", hp->head_dim, value_length);
     if (hp->head_dim < 2 || hp->head_dim > 1024 || hp->head_dim % 2 != 0)
         return err_set(err, BRASA_ERR_FORMAT, "head dimension %d is not an even number up to 1024", hp->head_dim);
-    if (!get_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->norm_eps))
-        return err_set(err, BRASA_ERR_FORMAT, "%s.attention.layer_norm_rms_epsilon is missing", arch);
+    /* RMS norms (decoders) or LayerNorms (BERT): the file names the epsilon of the kind it has */
+    if (!get_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->norm_eps) &&
+        !get_f32(f, arch, "attention.layer_norm_epsilon", &hp->norm_eps))
+        return err_set(err, BRASA_ERR_FORMAT, "%s.attention.layer_norm_rms_epsilon (or layer_norm_epsilon) is missing", arch);
     if (!(hp->norm_eps > 0.0f && hp->norm_eps < 1.0f))
-        return err_set(err, BRASA_ERR_FORMAT, "RMS norm epsilon %g is outside (0, 1)", (double)hp->norm_eps);
+        return err_set(err, BRASA_ERR_FORMAT, "norm epsilon %g is outside (0, 1)", (double)hp->norm_eps);
     hp->rope_dim = hp->head_dim;
     get_i32(f, arch, "rope.dimension_count", &hp->rope_dim);
     if (hp->rope_dim < 2 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2 != 0)
@@ -261,6 +278,9 @@ brasa_status arch_read_hparams(const gguf_file *f, const arch_def *def, arch_hpa
     const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
     if (embd && embd->ne[1] >= 1 && embd->ne[1] <= INT32_MAX)
         hp->n_vocab = (int32_t)embd->ne[1];
+    if (hp->pooling < BRASA_POOLING_NONE || hp->pooling > BRASA_POOLING_RANK)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "%s.pooling_type %d is not one brasa knows (0 none, 1 mean, 2 cls, 3 last, 4 rank)",
+                       arch, hp->pooling);
     return def && def->hparams ? def->hparams(f, hp, err) : BRASA_OK;
 }
 
@@ -273,6 +293,8 @@ bool arch_layer_is_local(const arch_hparams *hp, int il) {
 }
 
 int32_t arch_kv_rows(const arch_hparams *hp, int il, int32_t n_ctx, int32_t n_batch) {
+    if (hp->bidirectional)
+        return 0;
     if (!arch_layer_is_local(hp, il))
         return n_ctx;
     const int64_t ring = (int64_t)hp->sliding_window + (n_batch > 0 ? n_batch : 1) - 1;
@@ -314,12 +336,20 @@ brasa_status arch_bind_weights(const gguf_file *f, const arch_def *def, const ar
         return err_set(err, BRASA_ERR_FORMAT, "tensor 'token_embd.weight' is missing or has no rows");
     const int64_t E = hp->n_embd, V = hp->n_vocab;
     brasa_status st;
-    if ((st = bind(f, &w->tok_embd, ARCH_REQUIRED, (int64_t[3]){ E, V, 1 }, err, "token_embd.weight")) ||
+    if (def->encoder) { /* learned positions and segments, normalized; no head */
+        const arch_need need_types = hp->n_token_types > 0 ? ARCH_REQUIRED : ARCH_OPTIONAL;
+        if ((st = bind(f, &w->tok_embd, ARCH_REQUIRED, (int64_t[3]){ E, V, 1 }, err, "token_embd.weight")) ||
+            (st = bind(f, &w->pos_embd, ARCH_REQUIRED, (int64_t[3]){ E, hp->n_ctx_train, 1 }, err, "position_embd.weight")) ||
+            (st = bind(f, &w->type_embd, need_types, (int64_t[3]){ E, hp->n_token_types, 1 }, err, "token_types.weight")) ||
+            (st = bind(f, &w->tok_norm, ARCH_REQUIRED, (int64_t[3]){ E, 1, 1 }, err, "token_embd_norm.weight")) ||
+            (st = bind(f, &w->tok_norm_b, ARCH_REQUIRED, (int64_t[3]){ E, 1, 1 }, err, "token_embd_norm.bias")))
+            return st;
+    } else if ((st = bind(f, &w->tok_embd, ARCH_REQUIRED, (int64_t[3]){ E, V, 1 }, err, "token_embd.weight")) ||
         (st = bind(f, &w->output_norm, ARCH_REQUIRED, (int64_t[3]){ E, 1, 1 }, err, "output_norm.weight")) ||
         (st = bind(f, &w->output, ARCH_OPTIONAL, (int64_t[3]){ E, V, 1 }, err, "output.weight")) ||
         (st = bind(f, &w->rope_freqs, ARCH_OPTIONAL, (int64_t[3]){ hp->rope_dim / 2, 1, 1 }, err, "rope_freqs.weight")))
         return st;
-    if (!w->output.data)
+    if (!w->output.data && !def->encoder)
         w->output = w->tok_embd; /* tied embeddings */
     if (w->rope_freqs.data) {
         const float *factors = w->rope_freqs.data;
@@ -357,7 +387,8 @@ uint64_t arch_layer_bytes(const arch_layer *l) {
 }
 
 uint64_t arch_active_bytes(const arch_hparams *hp, const arch_weights *w) {
-    uint64_t sum = bk_bytes(&w->output_norm) + bk_bytes(&w->output) + bk_bytes(&w->rope_freqs) + w->tok_embd.row_bytes;
+    uint64_t sum = bk_bytes(&w->output_norm) + bk_bytes(&w->output) + bk_bytes(&w->rope_freqs) + w->tok_embd.row_bytes +
+                   w->pos_embd.row_bytes + w->type_embd.row_bytes + bk_bytes(&w->tok_norm) + bk_bytes(&w->tok_norm_b);
     for (int il = 0; il < hp->n_layer; il++)
         for (int i = 0; i < arch_layer_tensor_count; i++) {
             const bk_tensor *t = arch_layer_tensor(&w->layers[il], i);

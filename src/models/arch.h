@@ -1,7 +1,7 @@
 /* arch.h: what a model architecture provides: its hyper-parameters (read from the file), its
  * weights (bound to the file's tensors and checked), and its forward pass, written with the
  * building blocks of decoder.h. One source file per architecture (llama.c, qwen2.c, qwen3.c,
- * gemma3.c); adding one means adding a file and a line to the registry in arch.c. */
+ * gemma3.c, bert.c); adding one means adding a file and a line to the registry in arch.c. */
 #ifndef BRASA_MODELS_ARCH_H
 #define BRASA_MODELS_ARCH_H
 
@@ -48,24 +48,34 @@ typedef struct arch_hparams {
     int32_t n_expert, n_expert_used; /* 0: a dense model */
     int32_t n_ff_exp;                /* rows of one expert's gate and up */
     bool expert_weights_norm;        /* the chosen experts' weights are renormalized to sum to 1 */
+    bool bidirectional;        /* {arch}.attention.causal is false (an encoder's default): every token
+                                * sees the whole input, which is then one batch; else (zero, the
+                                * decoders' case) a token sees those before it */
+    int32_t pooling;           /* {arch}.pooling_type, a brasa_pooling: how an embedding is made of
+                                * the final hidden states (0: the file sets none) */
+    bool encoder;              /* learned positions and no output head: embeddings only (arch_def) */
+    int32_t n_token_types;     /* rows of token_types.weight (BERT's segment embeddings), 0 without */
 } arch_hparams;
 
 /* The sizes tensor and activation shapes are written in, resolved by arch_dim_size. */
 typedef enum arch_dim {
     ARCH_DIM_ONE, ARCH_DIM_EMBD, ARCH_DIM_Q, ARCH_DIM_KV, ARCH_DIM_HEAD, ARCH_DIM_FF, ARCH_DIM_VOCAB,
-    ARCH_DIM_EXPERTS, ARCH_DIM_EXPERTS_USED, ARCH_DIM_FF_EXP, ARCH_DIM_ROPE_PAIRS
+    ARCH_DIM_EXPERTS, ARCH_DIM_EXPERTS_USED, ARCH_DIM_FF_EXP, ARCH_DIM_ROPE_PAIRS,
+    ARCH_DIM_OUTPUT /* the output head's rows: n_vocab, or 0 for an encoder, which has none */
 } arch_dim;
 int64_t arch_dim_size(const arch_hparams *hp, arch_dim d);
 
 /* One transformer block's weights; a tensor with data == NULL is absent. Shapes as (rows, row length):
  * wq (n_head*head_dim, n_embd), wk/wv (n_head_kv*head_dim, n_embd), wo (n_embd, n_head*head_dim),
  * ffn_gate/ffn_up (n_ff, n_embd), ffn_down (n_embd, n_ff); norms (n_embd) or (head_dim); biases (rows);
+ * BERT's LayerNorms after attention and after the FFN, each a weight and a bias (n_embd);
  * mixture of experts: ffn_gate_inp (n_expert, n_embd) the router, and n_expert experts of
  * ffn_gate_exps/ffn_up_exps (n_ff_exp, n_embd) and ffn_down_exps (n_embd, n_ff_exp). */
 typedef struct arch_layer {
     bk_tensor attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, attn_post_norm;
     bk_tensor ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_post_norm;
     bk_tensor ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps;
+    bk_tensor bo, attn_out_norm, attn_out_norm_b, ffn_up_b, ffn_down_b, layer_out_norm, layer_out_norm_b;
 } arch_layer;
 
 /* Groups of a layer's tensors; an architecture names the groups it requires and those it takes
@@ -76,7 +86,9 @@ enum {
     ARCH_T_QK_NORM = 1 << 2,    /* per-head RMS norms of q and k */
     ARCH_T_POST_NORMS = 1 << 3, /* norms after attention and after the FFN */
     ARCH_T_FFN = 1 << 4,        /* ffn_norm, gate, up, down */
-    ARCH_T_MOE = 1 << 5         /* ffn_norm, the router and the experts */
+    ARCH_T_MOE = 1 << 5,        /* ffn_norm, the router and the experts */
+    ARCH_T_BERT = 1 << 6        /* BERT's post-norm layer: q, k, v, output and FFN up and down, each
+                                 * with a bias, and a LayerNorm after attention and after the FFN */
 };
 
 /* A layer tensor: its GGUF name after "blk.N.", where it lives in arch_layer, its group and its
@@ -96,6 +108,9 @@ const bk_tensor *arch_layer_tensor(const arch_layer *l, int i);
 
 typedef struct arch_weights {
     bk_tensor tok_embd;     /* (n_vocab, n_embd) */
+    bk_tensor pos_embd;     /* encoders: (n_ctx_train, n_embd) learned absolute positions */
+    bk_tensor type_embd;    /* encoders: (n_token_types, n_embd) segment embeddings, or absent */
+    bk_tensor tok_norm, tok_norm_b; /* encoders: the LayerNorm of the summed embeddings (n_embd) */
     bk_tensor output_norm;  /* (n_embd) */
     bk_tensor output;       /* (n_vocab, n_embd): tok_embd itself when the file ties them */
     bk_tensor rope_freqs;   /* (rope_dim / 2) per-pair frequency divisors (Llama 3.1+), or absent */
@@ -113,6 +128,9 @@ typedef struct arch_def {
     /* The architecture's own hyper-parameters and constants, after the common ones; may be NULL. */
     brasa_status (*hparams)(const gguf_file *f, arch_hparams *hp, brasa_error *err);
     brasa_status (*forward)(struct fwd *f);
+    /* An encoder (BERT): learned position and token-type embeddings under a LayerNorm, attention
+     * over the whole input (unless the file says causal), no output head: embeddings only. */
+    bool encoder;
 } arch_def;
 
 /* The architecture named in a file, or NULL. */
@@ -142,9 +160,10 @@ bool arch_layer_is_local(const arch_hparams *hp, int il);
 /* Rows of keys (and as many of values) layer il keeps per sequence for a context of n_ctx tokens
  * decoded in batches of at most n_batch: n_ctx, or for a sliding-window layer a ring of
  * window + n_batch - 1 rows when that is smaller, enough for the first query of a batch to still
- * see its whole window after the batch's keys are written. */
+ * see its whole window after the batch's keys are written; 0 for a model without causal
+ * attention, which sees its whole input in one batch and keeps nothing. */
 int32_t arch_kv_rows(const arch_hparams *hp, int il, int32_t n_ctx, int32_t n_batch);
 
-extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_qwen3moe, arch_gemma3;
+extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_qwen3moe, arch_gemma3, arch_bert;
 
 #endif

@@ -66,6 +66,11 @@ brasa_status fwd_layer_start(fwd *f, int il) {
     return bk_copy(&from, &f->a.x, f->err);
 }
 
+brasa_status fwd_begin(fwd *f) {
+    use_place(f, 0);
+    return BRASA_OK;
+}
+
 brasa_status fwd_embed(fwd *f) {
     use_place(f, 0);
     FWD_TRY(OPS(f)->get_rows(f->dev, &f->w->tok_embd, f->tokens, f->n, &f->a.x, f->err));
@@ -113,13 +118,27 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
     if (present(&l->k_norm))
         FWD_TRY(ops->rms_norm(f->dev, &a->k, &l->k_norm, hp->head_dim, hp->norm_eps, &a->k, f->err));
     /* rotary position embedding */
-    const bk_rope_params rq = layer_rope(f, il, hp->n_head), rk = layer_rope(f, il, hp->n_head_kv);
-    FWD_TRY(ops->rope(f->dev, &a->q, f->pos, &rq, f->err));
-    FWD_TRY(ops->rope(f->dev, &a->k, f->pos, &rk, f->err));
+    if (hp->rope_dim > 0) {
+        const bk_rope_params rq = layer_rope(f, il, hp->n_head), rk = layer_rope(f, il, hp->n_head_kv);
+        FWD_TRY(ops->rope(f->dev, &a->q, f->pos, &rq, f->err));
+        FWD_TRY(ops->rope(f->dev, &a->k, f->pos, &rk, f->err));
+    }
+    /* an encoder: each sequence's queries see all of its keys, which the batch holds */
+    if (hp->bidirectional) {
+        const bk_attention_params ap = { hp->n_head, hp->n_head_kv, hp->head_dim, hp->attn_scale, hp->attn_softcap, 0, true };
+        for (int s = 0; s < f->n_seqs; s++) {
+            const fwd_seq *sq = &f->seqs[s];
+            const bk_tensor k = bk_rows(&a->k, sq->row0, sq->n), v = bk_rows(&a->v, sq->row0, sq->n);
+            const bk_tensor q = bk_rows(&a->q, sq->row0, sq->n);
+            bk_tensor att = bk_rows(&a->att, sq->row0, sq->n);
+            FWD_TRY(ops->attention(f->dev, &q, &k, &v, f->pos + sq->row0, &ap, &att, f->err));
+        }
+        return ops->matmul(f->dev, &l->wo, &a->att, present(&l->bo) ? &l->bo : NULL, out, f->err);
+    }
     /* each sequence appends to its own cache and attends over it */
     const bool local = arch_layer_is_local(hp, il);
     bk_attention_params ap = { hp->n_head, hp->n_head_kv, hp->head_dim, hp->attn_scale, hp->attn_softcap,
-                               local ? hp->sliding_window : 0 };
+                               local ? hp->sliding_window : 0, false };
     for (int s = 0; s < f->n_seqs; s++) {
         const fwd_seq *sq = &f->seqs[s];
         const bk_tensor k = bk_rows(&a->k, sq->row0, sq->n), v = bk_rows(&a->v, sq->row0, sq->n);
@@ -130,7 +149,7 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
         FWD_TRY(cache_write(f, &v, &sq->v_cache[il], pos[0]));
         FWD_TRY(ops->attention(f->dev, &q, &sq->k_cache[il], &sq->v_cache[il], pos, &ap, &att, f->err));
     }
-    return ops->matmul(f->dev, &l->wo, &a->att, NULL, out, f->err);
+    return ops->matmul(f->dev, &l->wo, &a->att, present(&l->bo) ? &l->bo : NULL, out, f->err);
 }
 
 brasa_status fwd_ffn(fwd *f, int il, const bk_tensor *in, bk_tensor *out) {
@@ -168,7 +187,18 @@ brasa_status fwd_residual(fwd *f, const bk_tensor *o) {
     return OPS(f)->add(f->dev, &f->a.x, o, &f->a.x, f->err);
 }
 
+brasa_status fwd_hidden(fwd *f, const bk_tensor *h) {
+    if (!f->embeddings)
+        return err_set(f->err, BRASA_ERR_UNSUPPORTED, "an embedding model has no output head for next-token logits");
+    f->hidden = bk_rows(h, 0, f->n);
+    return BRASA_OK;
+}
+
 brasa_status fwd_output(fwd *f) {
+    if (f->embeddings) {
+        FWD_TRY(fwd_norm(f, &f->a.x, &f->w->output_norm, &f->a.h));
+        return fwd_hidden(f, &f->a.h);
+    }
     bk_tensor x = bk_rows(&f->a.x, f->logits_first, f->n - f->logits_first);
     bk_tensor h = bk_rows(&f->a.h, 0, x.ne1);
     FWD_TRY(fwd_norm(f, &x, &f->w->output_norm, &h));

@@ -1,6 +1,7 @@
-/* decoder.h: the building blocks of a decoder-only transformer forward pass (embedding, norm,
- * self-attention with a KV cache, gated FFN, output head), over the backend seam. An architecture's
- * forward pass is a short sequence of these calls, reading like the model's equations. */
+/* decoder.h: the building blocks of a transformer forward pass (embedding, norm, self-attention
+ * with a KV cache or, for encoders, over the whole input, gated FFN, output head or final hidden
+ * states), over the backend seam. An architecture's forward pass is a short sequence of these
+ * calls, reading like the model's equations. */
 #ifndef BRASA_MODELS_DECODER_H
 #define BRASA_MODELS_DECODER_H
 
@@ -35,7 +36,7 @@ typedef struct fwd_seq {
     X(gate_exp, ARCH_DIM_FF_EXP, true, QUANT_F32)   /* per slot: an expert's gate, up, down */    \
     X(up_exp, ARCH_DIM_FF_EXP, true, QUANT_F32)                                                   \
     X(down_exp, ARCH_DIM_EMBD, true, QUANT_F32)                                                   \
-    X(logits, ARCH_DIM_VOCAB, false, QUANT_F32)
+    X(logits, ARCH_DIM_OUTPUT, false, QUANT_F32)
 
 #define FWD_ACT_FIELD(name, width, per_slot, type) bk_tensor name;
 typedef struct fwd_acts {
@@ -85,11 +86,14 @@ typedef struct fwd {
     int64_t n;              /* tokens in the batch */
     const int32_t *tokens;  /* (n) */
     const int32_t *pos;     /* (n) each token's position in its sequence */
+    const int32_t *token_types; /* (n) each token's segment (BERT's token type; 0: the first text) */
     fwd_acts a;             /* the current place's activations (fwd_acts), n rows each */
     const fwd_seq *seqs;    /* (n_seqs) covering rows 0..n-1 in order */
     int n_seqs;
     int64_t logits_first;   /* logits are wanted for tokens logits_first .. n-1 */
     bk_tensor logits;       /* (n - logits_first, n_vocab) on the last place */
+    bool embeddings;        /* the pass ends with the final hidden states, not logits */
+    bk_tensor hidden;       /* set by the pass when embeddings: (n, n_embd) on the last place */
     brasa_error *err;
 } fwd;
 
@@ -100,14 +104,19 @@ typedef struct fwd {
             return fwd_st_;                                                                         \
     } while (0)
 
+/* Makes the first place current: the start of every pass (fwd_embed does it). */
+brasa_status fwd_begin(fwd *f);
 /* x = tok_embd[tokens] * embd_scale, on the first place */
 brasa_status fwd_embed(fwd *f);
 /* Called before layer il: moves the pass (and the residual stream x) to the place that runs it. */
 brasa_status fwd_layer_start(fwd *f, int il);
 /* out = rmsnorm(in) * weight */
 brasa_status fwd_norm(fwd *f, const bk_tensor *in, const bk_tensor *weight, bk_tensor *out);
-/* out = wo · attention(rope(q), rope(k), v) of layer il over in (QKV bias and QK-norm when the layer
- * has them; the layer's rope base and window follow the sliding-window pattern) */
+/* out = wo · attention(rope(q), rope(k), v) of layer il over in (QKV and output biases and QK-norm
+ * when the layer has them; the layer's rope base and window follow the sliding-window pattern; no
+ * rope for a model of learned positions, rope_dim 0). Causal models append each sequence's keys and
+ * values to its cache and attend over it; the others (encoders) have each sequence's queries attend
+ * over all of that sequence's keys in the batch, which holds its whole input, and cache nothing. */
 brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
 /* out = down(act(gate · in) * (up · in)) */
 brasa_status fwd_ffn(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
@@ -116,8 +125,12 @@ brasa_status fwd_ffn(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
 brasa_status fwd_moe(fwd *f, int il, const bk_tensor *in, bk_tensor *out);
 /* x += o */
 brasa_status fwd_residual(fwd *f, const bk_tensor *o);
-/* logits = output · rmsnorm(x) for the wanted tokens, softcapped when the model says so */
+/* logits = output · rmsnorm(x) for the wanted tokens, softcapped when the model says so; for a pass
+ * that makes embeddings, the hidden states rmsnorm(x) of every token instead (fwd_hidden) */
 brasa_status fwd_output(fwd *f);
+/* Ends a pass that makes embeddings with the final hidden states h (n rows): they become f->hidden.
+ * A pass asked for logits fails here: the model has no output head. */
+brasa_status fwd_hidden(fwd *f, const bk_tensor *h);
 
 /* The pre-norm decoder of the llama family: x += attn(norm(x)); x += ffn(norm(x)), the FFN a
  * mixture of experts in a layer that has a router. */

@@ -44,4 +44,4 @@ static brasa_status gemma3_forward(fwd *f) {
 }
 
 const arch_def arch_gemma3 = { "gemma3", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_POST_NORMS | ARCH_T_FFN, ARCH_T_QKV_BIAS,
-                               BK_ROPE_NEOX, BK_ACT_GELU_TANH, gemma3_hparams, gemma3_forward };
+                               BK_ROPE_NEOX, BK_ACT_GELU_TANH, gemma3_hparams, gemma3_forward, false };

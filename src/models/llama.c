@@ -5,4 +5,4 @@
 #include "models/decoder.h"
 
 const arch_def arch_llama = { "llama", ARCH_T_ATTN | ARCH_T_FFN, ARCH_T_QKV_BIAS, BK_ROPE_NORMAL, BK_ACT_SILU, NULL,
-                              fwd_standard_decoder };
+                              fwd_standard_decoder, false };

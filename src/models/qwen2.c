@@ -3,4 +3,4 @@
 #include "models/decoder.h"
 
 const arch_def arch_qwen2 = { "qwen2", ARCH_T_ATTN | ARCH_T_QKV_BIAS | ARCH_T_FFN, 0, BK_ROPE_NEOX, BK_ACT_SILU, NULL,
-                              fwd_standard_decoder };
+                              fwd_standard_decoder, false };

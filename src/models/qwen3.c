@@ -16,6 +16,6 @@ static brasa_status qwen3moe_hparams(const gguf_file *f, arch_hparams *hp, brasa
 }
 
 const arch_def arch_qwen3 = { "qwen3", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_FFN, ARCH_T_QKV_BIAS, BK_ROPE_NEOX, BK_ACT_SILU,
-                              NULL, fwd_standard_decoder };
+                              NULL, fwd_standard_decoder, false };
 const arch_def arch_qwen3moe = { "qwen3moe", ARCH_T_ATTN | ARCH_T_QK_NORM | ARCH_T_MOE, ARCH_T_QKV_BIAS, BK_ROPE_NEOX,
-                                 BK_ACT_SILU, qwen3moe_hparams, fwd_standard_decoder };
+                                 BK_ACT_SILU, qwen3moe_hparams, fwd_standard_decoder, false };

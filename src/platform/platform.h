@@ -49,9 +49,36 @@ void plat_write_text(FILE *stream, const char *text, size_t len);
  * Returns false when there is none or it cannot be made. */
 bool plat_cache_dir(char *out, size_t size);
 
+/* An environment variable's value as UTF-8 (read through the wide API on Windows, so a folder with
+ * accents survives). False when it is unset, empty, or longer than size - 1 bytes. */
+bool plat_env(const char *name, char *out, size_t size);
+
 /* Writes a whole file so that readers see the old content or the new, never a part: the bytes go to
  * a temporary file beside it, reach the disk, and then replace the file in one rename. */
 brasa_status plat_write_file_atomic(const char *path, const void *data, size_t len, brasa_error *err);
+
+/* Files and folders, for the model library (paths UTF-8, '/' accepted everywhere). */
+/* The separator the system writes in paths ('/', or '\\' on Windows), for paths shown to people. */
+char plat_path_separator(void);
+/* Makes a folder and its missing parents (on POSIX the last one private to the user, as the cache
+ * folder is); true when it is a folder afterwards. */
+bool plat_make_dirs(const char *path);
+typedef struct plat_file_info {
+    bool exists, is_dir;
+    uint64_t size;    /* bytes, for a file */
+    int64_t modified; /* seconds since 1970-01-01 UTC */
+} plat_file_info;
+/* What is at path; info->exists false when nothing is (or it cannot be looked at). */
+void plat_file_info_of(const char *path, plat_file_info *info);
+/* Calls fn for each entry of a folder (not "." or ".."), in no particular order, until fn returns
+ * false. Returns false when the folder cannot be read. */
+bool plat_list_dir(const char *path, bool (*fn)(const char *name, bool is_dir, void *user), void *user);
+bool plat_remove_file(const char *path);
+bool plat_remove_dir(const char *path); /* an empty folder only */
+/* Renames a file, replacing to when it exists, in one step on the same volume. */
+bool plat_rename(const char *from, const char *to);
+/* Flushes a stream opened for writing and waits until its bytes are on the disk. */
+bool plat_file_sync(FILE *f);
 
 /* Threads, for the compute pool. A thread runs fn(arg) once. */
 typedef struct plat_thread plat_thread;

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <unistd.h>
 #if defined(__linux__) && defined(__aarch64__)
@@ -159,6 +160,77 @@ brasa_status plat_write_file_atomic(const char *path, const void *data, size_t l
         return err_set(err, BRASA_ERR_IO, "cannot write %s: %s", path, strerror(why));
     }
     return BRASA_OK;
+}
+
+bool plat_env(const char *name, char *out, size_t size) {
+    const char *v = getenv(name);
+    const size_t n = v ? strlen(v) : 0;
+    if (n == 0 || n >= size)
+        return false;
+    memcpy(out, v, n + 1);
+    return true;
+}
+
+char plat_path_separator(void) {
+    return '/';
+}
+
+bool plat_make_dirs(const char *path) {
+    char copy[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof copy)
+        return false;
+    memcpy(copy, path, n + 1);
+    while (n > 1 && copy[n - 1] == '/')
+        copy[--n] = '\0';
+    return make_dirs(copy);
+}
+
+void plat_file_info_of(const char *path, plat_file_info *info) {
+    struct stat st;
+    memset(info, 0, sizeof *info);
+    if (stat(path, &st) != 0)
+        return;
+    info->exists = true;
+    info->is_dir = S_ISDIR(st.st_mode);
+    info->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    info->modified = (int64_t)st.st_mtime;
+}
+
+bool plat_list_dir(const char *path, bool (*fn)(const char *name, bool is_dir, void *user), void *user) {
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    struct dirent *e;
+    char full[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        /* d_type is not filled on every file system: ask stat then */
+        const int n = snprintf(full, sizeof full, "%s/%s", path, e->d_name);
+        struct stat st;
+        const bool is_dir = n > 0 && (size_t)n < sizeof full && stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+        if (!fn(e->d_name, is_dir, user))
+            break;
+    }
+    closedir(d);
+    return true;
+}
+
+bool plat_remove_file(const char *path) {
+    return unlink(path) == 0;
+}
+
+bool plat_remove_dir(const char *path) {
+    return rmdir(path) == 0;
+}
+
+bool plat_rename(const char *from, const char *to) {
+    return rename(from, to) == 0;
+}
+
+bool plat_file_sync(FILE *f) {
+    return fflush(f) == 0 && fsync(fileno(f)) == 0;
 }
 
 struct plat_thread {

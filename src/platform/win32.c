@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <io.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,6 +380,93 @@ out:
     free(wtmp);
     free(wpath);
     return st;
+}
+
+bool plat_env(const char *name, char *out, size_t size) {
+    wchar_t *wname = utf8_to_wide(name);
+    const wchar_t *v = wname ? _wgetenv(wname) : NULL;
+    free(wname);
+    if (!v || !v[0] || size > INT_MAX)
+        return false;
+    return WideCharToMultiByte(CP_UTF8, 0, v, -1, out, (int)size, NULL, NULL) > 0;
+}
+
+char plat_path_separator(void) {
+    return '\\';
+}
+
+bool plat_make_dirs(const char *path) {
+    wchar_t *w = utf8_to_wide(path);
+    const bool ok = w && w[0] && make_dirs_wide(w);
+    free(w);
+    return ok;
+}
+
+/* FILETIME (100 ns steps since 1601) to seconds since 1970 */
+static int64_t unix_seconds(FILETIME t) {
+    const uint64_t ticks = (uint64_t)t.dwHighDateTime << 32 | t.dwLowDateTime;
+    return (int64_t)(ticks / 10000000u) - INT64_C(11644473600);
+}
+
+void plat_file_info_of(const char *path, plat_file_info *info) {
+    memset(info, 0, sizeof *info);
+    wchar_t *w = utf8_to_wide(path);
+    WIN32_FILE_ATTRIBUTE_DATA a;
+    if (w && GetFileAttributesExW(w, GetFileExInfoStandard, &a)) {
+        info->exists = true;
+        info->is_dir = (a.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
+        info->size = (uint64_t)a.nFileSizeHigh << 32 | a.nFileSizeLow;
+        info->modified = unix_seconds(a.ftLastWriteTime);
+    }
+    free(w);
+}
+
+bool plat_list_dir(const char *path, bool (*fn)(const char *name, bool is_dir, void *user), void *user) {
+    char pattern[4096];
+    const int n = snprintf(pattern, sizeof pattern, "%s\\*", path);
+    wchar_t *w = n > 0 && (size_t)n < sizeof pattern ? utf8_to_wide(pattern) : NULL;
+    WIN32_FIND_DATAW found;
+    HANDLE h = w ? FindFirstFileW(w, &found) : INVALID_HANDLE_VALUE;
+    free(w);
+    if (h == INVALID_HANDLE_VALUE)
+        return false;
+    do {
+        if (wcscmp(found.cFileName, L".") == 0 || wcscmp(found.cFileName, L"..") == 0)
+            continue;
+        char *name = wide_to_utf8(found.cFileName);
+        const bool go_on = !name || fn(name, (found.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != 0, user);
+        free(name);
+        if (!go_on)
+            break;
+    } while (FindNextFileW(h, &found));
+    FindClose(h);
+    return true;
+}
+
+bool plat_remove_file(const char *path) {
+    wchar_t *w = utf8_to_wide(path);
+    const bool ok = w && DeleteFileW(w);
+    free(w);
+    return ok;
+}
+
+bool plat_remove_dir(const char *path) {
+    wchar_t *w = utf8_to_wide(path);
+    const bool ok = w && RemoveDirectoryW(w);
+    free(w);
+    return ok;
+}
+
+bool plat_rename(const char *from, const char *to) {
+    wchar_t *wfrom = utf8_to_wide(from), *wto = utf8_to_wide(to);
+    const bool ok = wfrom && wto && MoveFileExW(wfrom, wto, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH);
+    free(wfrom);
+    free(wto);
+    return ok;
+}
+
+bool plat_file_sync(FILE *f) {
+    return fflush(f) == 0 && FlushFileBuffers((HANDLE)_get_osfhandle(_fileno(f)));
 }
 
 struct plat_lock { HANDLE file; };

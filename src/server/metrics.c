@@ -8,8 +8,8 @@
 
 #include "platform/platform.h"
 
-static const char *const routes[] = { "chat", "completions", "models", "other" };
-#define N_ROUTES 4
+static const char *const routes[] = { "chat", "completions", "embeddings", "count_tokens", "models", "other" };
+#define N_ROUTES 6
 static const int statuses[] = { 200, 400, 401, 404, 405, 413, 429, 500, 503 };
 #define N_STATUSES 9
 

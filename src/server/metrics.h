@@ -12,7 +12,8 @@ typedef struct metrics metrics;
 metrics *metrics_create(void);
 void metrics_free(metrics *m);
 
-/* One finished HTTP request: its route ("chat", "completions", "models", "other") and status. */
+/* One finished HTTP request: its route ("chat", "completions", "embeddings", "count_tokens",
+ * "models", "other"; whatever the API dialect) and status. */
 void metrics_request(metrics *m, const char *route, int status);
 void metrics_tokens(metrics *m, int64_t prompt_tokens, int64_t generated_tokens);
 void metrics_time_to_first_token(metrics *m, double seconds);

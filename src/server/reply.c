@@ -113,7 +113,7 @@ void reply_take(reply *r, api_message *m) {
     if (blank)
         r->content.len = 0;
     *m = (api_message){ .content = r->content.data, .content_len = r->content.len, .reasoning = r->reasoning.data,
-                        .reasoning_len = r->reasoning.len, .calls = r->calls + r->n_taken,
+                        .reasoning_len = r->drop_reasoning ? 0 : r->reasoning.len, .calls = r->calls + r->n_taken,
                         .n_calls = r->n_calls - r->n_taken, .first_call_index = r->n_taken };
 }
 

@@ -23,6 +23,7 @@ typedef struct reply {
     api_tool_call *calls;    /* every call so far (their strings owned); the first n_taken were taken */
     size_t n_calls, cap_calls, n_taken;
     bool single_call;        /* parallel_tool_calls false: calls after the first are dropped */
+    bool drop_reasoning;     /* the client asked not to see the reasoning (set after reply_init) */
     bool oom;
     char id_stem[48];
 } reply;

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "engine/stream.h"
 #include "platform/platform.h"
 
 #define MAX_STOP 4
@@ -34,6 +33,7 @@ struct sched_job {
     sched_logprobs lp;
     sched_finish finish;
     int32_t n_generated;
+    int32_t stop_index;      /* the stop string that ended it, or -1 */
     char error[512];
     bool cancelled;
     plat_cond *ready;        /* signalled when text comes or the job ends: its reader waits on it */
@@ -45,8 +45,7 @@ struct sched_job {
 typedef struct slot {
     sched_job *job;          /* NULL when free */
     brasa_sampler *sampler;
-    brasa_decoder *decoder;
-    gen_stream stream;
+    brasa_generation *gen;   /* the job's sampling, text and stop rules (engine/generate.c) */
     sched *owner;
     size_t prompt_done;      /* prompt tokens in the cache */
     bool has_next;           /* next: sampled, to be evaluated in the next step */
@@ -91,7 +90,7 @@ static void job_ended_locked(sched *s, sched_job *j) {
     plat_cond_broadcast(s->news);
 }
 
-/* gen_stream's output: straight into the job. Its reader is woken once the whole step is sampled
+/* The generation's text: straight into the job. Its reader is woken once the whole step is sampled
  * (wake_readers): woken per token, the readers of every stream would take the cores from the
  * step's computing threads several times a step. */
 static bool slot_text(const char *text, size_t len, void *user) {
@@ -114,26 +113,17 @@ static void wake_readers(sched *s) {
     plat_mutex_unlock(s->mu);
 }
 
-static void slot_finish(sched *s, slot *sl, sched_finish why, const char *error) {
+static void slot_finish(sched *s, slot *sl, sched_finish why, int32_t stop_index, const char *error) {
     sched_job *j = sl->job;
-    if (why == SCHED_STOP || why == SCHED_LENGTH) {
-        if (!sl->stream.matched) { /* text held back for a stop string or a character is output after all */
-            const char *rest;
-            size_t len;
-            brasa_decoder_flush(sl->decoder, &rest, &len);
-            if (buf_append(&sl->stream.pending, rest, len))
-                gen_stream_flush(&sl->stream);
-        }
-    }
-    gen_stream_free(&sl->stream);
+    brasa_generation_free(sl->gen);
     brasa_sampler_free(sl->sampler);
-    brasa_decoder_free(sl->decoder);
     sl->sampler = NULL;
-    sl->decoder = NULL;
+    sl->gen = NULL;
     if (s->cfg.metrics)
         metrics_tokens(s->cfg.metrics, (int64_t)sl->prompt_done, j->n_generated);
     plat_mutex_lock(s->mu);
     j->finish = why;
+    j->stop_index = stop_index;
     if (error)
         snprintf(j->error, sizeof j->error, "%s", error);
     sl->job = NULL;
@@ -184,10 +174,16 @@ static void admit_locked(sched *s) {
         }
         slot *sl = &s->slots[best];
         brasa_error err;
+        brasa_generation_params gp = brasa_generation_default_params();
+        gp.n_predict = j->max_tokens;
+        gp.stop = (const char *const *)j->stop;
+        gp.detokenize_flags = j->control_text ? BRASA_DETOKENIZE_SPECIAL : BRASA_DETOKENIZE_DEFAULT;
+        gp.top_logprobs = j->logprobs;
+        gp.on_text = slot_text;
+        gp.user_data = sl;
         if (brasa_sampler_create(&j->sampling, &sl->sampler, &err) != BRASA_OK ||
             (j->constraint && brasa_sampler_set_constraint(sl->sampler, j->constraint, &err) != BRASA_OK) ||
-            brasa_decoder_create(s->model, j->control_text ? BRASA_DETOKENIZE_SPECIAL : BRASA_DETOKENIZE_DEFAULT,
-                                 &sl->decoder, &err) != BRASA_OK) {
+            brasa_generation_create(s->ctx, best, sl->sampler, &gp, &sl->gen, &err) != BRASA_OK) {
             brasa_sampler_free(sl->sampler);
             sl->sampler = NULL;
             j->finish = SCHED_FAILED;
@@ -197,7 +193,6 @@ static void admit_locked(sched *s) {
             continue;
         }
         sl->job = j;
-        sl->stream = (gen_stream){ (const char *const *)j->stop, slot_text, sl, { 0 }, false, false };
         sl->has_next = false;
         brasa_seq_truncate(s->ctx, best, (int32_t)best_reuse);
         best_reuse = (size_t)brasa_seq_used(s->ctx, best); /* a sliding-window ring may not rewind that far */
@@ -209,13 +204,10 @@ static void admit_locked(sched *s) {
     }
 }
 
-/* Samples the slot's next token from its sequence's logits and streams its text; ends the job when
- * it is done. */
-/* Records token t's log-probability for the job's reader (not an end-of-generation token: the
- * reply's text does not hold it). */
-static bool record_logprob(sched *s, sched_job *j, const float *logits, brasa_token t) {
-    sched_logprob r = { .token = t, .n_top = j->logprobs };
-    r.logprob = brasa_logprobs(logits, brasa_logits_size(s->ctx), t, j->logprobs, r.top);
+/* Records a token's log-probability for the job's reader. */
+static bool record_logprob(sched *s, sched_job *j, const brasa_generation_step *step) {
+    sched_logprob r = { .token = step->token, .logprob = step->logprob, .n_top = step->n_top };
+    memcpy(r.top, step->top, (size_t)step->n_top * sizeof *r.top);
     plat_mutex_lock(s->mu);
     bool ok = true;
     if (j->lp.len == j->lp.cap) {
@@ -234,20 +226,21 @@ static bool record_logprob(sched *s, sched_job *j, const float *logits, brasa_to
     return ok;
 }
 
+/* The slot's next token, from its sequence's logits, through the generation step; ends the job
+ * when the step says generation is over. */
 static void slot_sample(sched *s, int seq) {
     slot *sl = &s->slots[seq];
     sched_job *j = sl->job;
-    const float *logits = brasa_seq_logits(s->ctx, seq);
-    const brasa_token t = brasa_sampler_sample(sl->sampler, logits, brasa_logits_size(s->ctx));
-    if (t == BRASA_TOKEN_NONE) {
-        slot_finish(s, sl, SCHED_FAILED, "out of memory while sampling");
+    brasa_generation_step step;
+    brasa_error err;
+    if (brasa_generation_next(sl->gen, &step, &err) != BRASA_OK) {
+        slot_finish(s, sl, SCHED_FAILED, -1, err.message);
         return;
     }
-    if (j->logprobs >= 0 && !brasa_token_is_eog(s->model, t) && !record_logprob(s, j, logits, t)) {
-        slot_finish(s, sl, SCHED_FAILED, "out of memory while sampling");
+    if (step.has_logprob && !record_logprob(s, j, &step)) {
+        slot_finish(s, sl, SCHED_FAILED, -1, "out of memory while sampling");
         return;
     }
-    brasa_sampler_accept(sl->sampler, t);
     const double now = plat_time_seconds();
     if (s->cfg.metrics) {
         if (j->n_generated == 0)
@@ -259,30 +252,15 @@ static void slot_sample(sched *s, int seq) {
     plat_mutex_lock(s->mu);
     j->n_generated++;
     plat_mutex_unlock(s->mu);
-    if (brasa_token_is_eog(s->model, t)) {
-        slot_finish(s, sl, SCHED_STOP, NULL);
+    if (step.done) {
+        const bool length = step.stop_reason == BRASA_STOP_LENGTH || step.stop_reason == BRASA_STOP_CONTEXT;
+        if (step.stop_reason == BRASA_STOP_ABORTED)
+            slot_finish(s, sl, SCHED_FAILED, -1, "out of memory while streaming");
+        else
+            slot_finish(s, sl, length ? SCHED_LENGTH : SCHED_STOP, step.stop_index, NULL);
         return;
     }
-    const char *piece;
-    size_t len;
-    brasa_error err;
-    if (brasa_decoder_push(sl->decoder, t, &piece, &len, &err) != BRASA_OK) {
-        slot_finish(s, sl, SCHED_FAILED, err.message);
-        return;
-    }
-    if (!gen_stream_push(&sl->stream, piece, len)) {
-        slot_finish(s, sl, SCHED_FAILED, "out of memory while streaming");
-        return;
-    }
-    if (sl->stream.matched) {
-        slot_finish(s, sl, SCHED_STOP, NULL);
-        return;
-    }
-    if (j->n_generated >= j->max_tokens || brasa_seq_used(s->ctx, seq) >= brasa_context_size(s->ctx)) {
-        slot_finish(s, sl, SCHED_LENGTH, NULL);
-        return;
-    }
-    sl->next = t;
+    sl->next = step.token;
     sl->has_next = true;
 }
 
@@ -302,7 +280,7 @@ static void step_decode(sched *s) {
     brasa_error err;
     if (brasa_seq_decode_step(s->ctx, seqs, toks, n, &err) != BRASA_OK) {
         for (size_t k = 0; k < n; k++)
-            slot_finish(s, &s->slots[seqs[k]], SCHED_FAILED, err.message);
+            slot_finish(s, &s->slots[seqs[k]], SCHED_FAILED, -1, err.message);
         return;
     }
     for (size_t k = 0; k < n; k++)
@@ -339,7 +317,7 @@ static void step_prefill(sched *s) {
         brasa_error err;
         if (brasa_seq_decode(s->ctx, i, j->prompt + sl->prompt_done, n, NULL, &err) != BRASA_OK) {
             sl->n_cached = 0;
-            slot_finish(s, sl, SCHED_FAILED, err.message);
+            slot_finish(s, sl, SCHED_FAILED, -1, err.message);
             return;
         }
         for (size_t t = 0; t < n; t++)
@@ -363,7 +341,7 @@ static void sched_loop(void *arg) {
             if (s->slots[i].job && (s->slots[i].job->cancelled || plat_atomic_load(&s->stopping))) {
                 plat_mutex_unlock(s->mu);
                 s->slots[i].n_cached = 0;
-                slot_finish(s, &s->slots[i], SCHED_CANCELLED, NULL);
+                slot_finish(s, &s->slots[i], SCHED_CANCELLED, -1, NULL);
                 plat_mutex_lock(s->mu);
             }
         if (plat_atomic_load(&s->stopping)) {
@@ -491,6 +469,7 @@ sched_job *sched_submit(sched *s, const sched_job_params *p) {
         if (ok)
             strcpy(j->stop[i], p->stop[i]);
     }
+    j->stop_index = -1;
     j->refs = 2; /* the caller's and the scheduler's */
     j->t_submit = plat_time_seconds();
     plat_mutex_lock(s->mu);
@@ -540,6 +519,7 @@ bool sched_job_read(sched *s, sched_job *j, double seconds, buf *out, sched_logp
     pr->finish = j->finish;
     pr->n_prompt = (int32_t)j->n_prompt;
     pr->n_generated = j->n_generated;
+    pr->stop_index = j->stop_index;
     snprintf(pr->error, sizeof pr->error, "%s", j->error);
     plat_mutex_unlock(s->mu);
     return ok;

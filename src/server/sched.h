@@ -67,6 +67,7 @@ typedef struct sched_logprobs {
 typedef struct sched_progress {
     sched_finish finish;
     int32_t n_prompt, n_generated;
+    int32_t stop_index;       /* SCHED_STOP by a stop string: which one; else -1 */
     char error[512];          /* when SCHED_FAILED */
 } sched_progress;
 

@@ -1,8 +1,9 @@
-/* server.c: the HTTP side of `brasa serve` on libmicrohttpd: routes, the API key, body limits,
- * OpenAI-shaped errors, whole and streamed (server-sent events) replies read from scheduler jobs,
- * reasoning and tool calls kept apart from the answer (reply.c), output held to a JSON Schema or a
- * forced tool call (a brasa_constraint per request), log-probabilities, cancellation when a
- * client goes away, the device lock and the shutdown sequence. */
+/* server.c: the HTTP side of `brasa serve` on libmicrohttpd: routes made from the API dialects'
+ * tables (api.h: OpenAI, Ollama, Anthropic) and the server's own pages, the API key, body limits,
+ * errors in the dialect's shape, whole and streamed replies read from scheduler jobs, reasoning and
+ * tool calls kept apart from the answer (reply.c), output held to a JSON Schema or a forced tool
+ * call (a brasa_constraint per request), log-probabilities, embeddings, cancellation when a client
+ * goes away, the device lock and the shutdown sequence. */
 #include "server/server.h"
 
 #include <microhttpd.h>
@@ -14,11 +15,13 @@
 
 #include "brasa.h"
 #include "core/buf.h"
+#include "core/error.h"
 #include "core/json.h"
 #include "engine/toolcall.h"
 #include "platform/platform.h"
 #include "server/api.h"
 #include "server/metrics.h"
+#include "server/registry.h"
 #include "server/reply.h"
 #include "server/sched.h"
 
@@ -26,33 +29,50 @@
 #define DRAIN_SECONDS 30.0
 #define FLUSH_SECONDS 5.0 /* after the drain, for replies still being written */
 
+/* The API dialects this server speaks; a request goes to the first whose table has its path (a
+ * dialect's marker header, such as Anthropic's "anthropic-version", wins a path two share). */
+static const struct {
+    const api_dialect *dialect;
+    const char *marker_header; /* may be NULL */
+} dialects[] = {
+    { &api_openai, NULL },
+    { &api_ollama, NULL },
+    { &api_anthropic, "anthropic-version" },
+};
+#define N_DIALECTS (sizeof dialects / sizeof dialects[0])
+
 typedef struct server {
     const srv_config *cfg;
-    brasa_model *model;
-    sched *sched;
+    registry *reg;                  /* the models, loaded on demand */
     metrics *metrics;
-    char model_id[256];
     int64_t started;
     volatile int32_t draining;
     volatile int32_t next_id;
     volatile int32_t open_requests; /* requests whose reply is not yet fully handed to the socket */
 } server;
 
-typedef enum route { R_NONE, R_PAGE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS } route;
+/* The server's own pages, beside the dialects' endpoints. */
+typedef enum page { P_NONE, P_WEB, P_HEALTH, P_METRICS } page;
 
 /* One HTTP request, from its first byte to the end of its reply. */
 typedef struct conn {
     server *srv;
-    route route;
+    page page;
+    const api_dialect *dialect;     /* always set: the error shape */
+    const api_endpoint *ep;         /* NULL for the server's own pages */
     struct MHD_Connection *mhd;
+    reg_model *m;           /* the model the request uses, held until its end (take_model) */
+    double keep_alive;      /* the request's keep-alive for it, or < 0 */
     buf body;
     bool too_large;
     int status;             /* for the metrics */
     sched_job *job;
+    api_request rq;         /* kept until the end: the reply names its stop strings */
     api_reply reply;
     char id[48];
-    bool include_usage, first_chunk, ended;
-    buf out;                /* SSE bytes not yet handed to the server library */
+    bool ended;
+    double t_start, t_first;
+    buf out;                /* stream bytes not yet handed to the server library */
     size_t out_pos;
     reply rp;               /* the job's text into reasoning, content and tool calls */
     bool rp_ready;
@@ -63,8 +83,15 @@ typedef struct conn {
     buf lp_text;
 } conn;
 
-static const char *route_label(route r) {
-    return r == R_CHAT ? "chat" : r == R_COMPLETIONS ? "completions" : r == R_MODELS ? "models" : "other";
+static const char *route_label(const conn *c) {
+    if (!c->ep)
+        return "other";
+    switch (c->ep->action) {
+    case API_GENERATE: return c->ep->kind == API_CHAT ? "chat" : "completions";
+    case API_COUNT_TOKENS: return "count_tokens";
+    case API_EMBED: return "embeddings";
+    default: return "models";
+    }
 }
 
 static enum MHD_Result send_bytes(conn *c, int status, const char *type, const char *data, size_t len) {
@@ -74,7 +101,7 @@ static enum MHD_Result send_bytes(conn *c, int status, const char *type, const c
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
     if (status == 405)
-        MHD_add_response_header(r, "Allow", c->route == R_CHAT || c->route == R_COMPLETIONS ? "POST, OPTIONS" : "GET, OPTIONS");
+        MHD_add_response_header(r, "Allow", c->ep && strcmp(c->ep->method, "POST") == 0 ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
     if (status == 401)
         MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     if (status == 503)
@@ -85,8 +112,8 @@ static enum MHD_Result send_bytes(conn *c, int status, const char *type, const c
     return res;
 }
 
-static enum MHD_Result send_error(conn *c, int status, const char *type, const char *param, const char *code,
-                                  const char *fmt, ...) {
+/* An error in the request's dialect: param names the field at fault (or NULL), code is OpenAI's. */
+static enum MHD_Result send_error(conn *c, int status, const char *param, const char *code, const char *fmt, ...) {
     char message[600];
     va_list ap;
     va_start(ap, fmt);
@@ -94,9 +121,16 @@ static enum MHD_Result send_error(conn *c, int status, const char *type, const c
     va_end(ap);
     buf b = { 0 };
     enum MHD_Result res = MHD_NO;
-    if (api_error_json(message, type, param, code, &b))
+    if (c->dialect->error(status, message, param, code, &b))
         res = send_bytes(c, status, "application/json", b.data, b.len);
     buf_free(&b);
+    return res;
+}
+
+static enum MHD_Result send_json(conn *c, bool ok, buf *b) {
+    const enum MHD_Result res = ok ? send_bytes(c, 200, "application/json", b->data, b->len)
+                                   : send_error(c, 503, NULL, NULL, "out of memory");
+    buf_free(b);
     return res;
 }
 
@@ -109,16 +143,28 @@ static bool same_secret(const char *a, const char *b) {
     return diff == 0;
 }
 
+/* The key as OpenAI's clients send it (Authorization: Bearer) or Anthropic's (x-api-key). */
 static bool authorized(conn *c) {
     const char *key = c->srv->cfg->api_key;
-    if (!key || c->route == R_HEALTH || c->route == R_PAGE)
+    if (!key || c->page == P_HEALTH || c->page == P_WEB)
         return true;
     const char *h = MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND, "Authorization");
-    return h && strncmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, key);
+    const char *x = MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND, "x-api-key");
+    return (h && strncmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, key)) || (x && same_secret(x, key));
 }
 
-static const char *finish_name(sched_finish f) {
-    return f == SCHED_LENGTH ? "length" : "stop";
+static const char *finish_name(const conn *c, sched_finish f) {
+    return f == SCHED_LENGTH ? "length" : c->rp.n_calls > 0 ? "tool_calls" : "stop";
+}
+
+static api_end end_of(const conn *c, const sched_progress *pr) {
+    const double now = plat_time_seconds();
+    api_end e = { finish_name(c, pr->finish), NULL, pr->n_prompt, pr->n_generated, 0, 0, 0, now - c->t_start };
+    if (pr->stop_index >= 0 && pr->stop_index < API_MAX_STOP)
+        e.stop_string = c->rq.stop[pr->stop_index];
+    e.prompt_seconds = c->t_first > 0 ? c->t_first - c->t_start : e.total_seconds;
+    e.generate_seconds = c->t_first > 0 ? now - c->t_first : 0;
+    return e;
 }
 
 static bool peer_gone(conn *c) {
@@ -148,7 +194,7 @@ static bool logprobs_view(conn *c, api_message *m) {
             char piece[256];
             size_t len = 0;
             const brasa_token t = k < 0 ? r->token : r->top[k].token;
-            if (brasa_detokenize(c->srv->model, &t, 1, BRASA_DETOKENIZE_SPECIAL, piece, sizeof piece, &len, NULL) != BRASA_OK)
+            if (brasa_detokenize(c->m->model, &t, 1, BRASA_DETOKENIZE_SPECIAL, piece, sizeof piece, &len, NULL) != BRASA_OK)
                 len = 0;
             at[i * 21 + (size_t)(k + 1)] = c->lp_text.len;
             ok = buf_append(&c->lp_text, piece, len < sizeof piece ? len : 0);
@@ -175,61 +221,51 @@ static bool logprobs_view(conn *c, api_message *m) {
     return ok;
 }
 
-/* An SSE chunk of what came since the last one, when anything did. */
+/* A stream event of what came since the last one, when anything did. */
 static bool send_parts(conn *c) {
     api_message m;
     reply_take(&c->rp, &m);
     if (!logprobs_view(c, &m))
         return false;
     bool ok = true;
-    if (m.content_len || m.reasoning_len || m.n_calls || m.n_logprobs) {
-        ok = api_chunk_sse(&c->reply, c->first_chunk, &m, NULL, &c->out);
-        c->first_chunk = false;
-    }
+    if (m.content_len || m.reasoning_len || m.n_calls || m.n_logprobs)
+        ok = c->dialect->chunk(&c->reply, &m, &c->out);
     reply_taken(&c->rp);
     c->lp.len = 0;
     return ok;
 }
 
-static const char *finish_reason(const conn *c, sched_finish f) {
-    return f == SCHED_STOP && c->rp.n_calls > 0 ? "tool_calls" : finish_name(f);
-}
-
-/* The streamed reply: SSE events made from the job's text as it arrives. */
+/* The streamed reply: the dialect's events made from the job's text as it arrives. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *dst, size_t max) {
     (void)pos;
     conn *c = cls;
-    server *s = c->srv;
     while (c->out_pos == c->out.len) {
         c->out.len = c->out_pos = 0;
         if (c->ended)
             return MHD_CONTENT_READER_END_OF_STREAM;
         buf text = { 0 };
         sched_progress pr;
-        if (!sched_job_read(s->sched, c->job, READ_WAIT_SECONDS, &text, c->want_logprobs ? &c->lp : NULL, &pr)) {
+        if (!sched_job_read(c->m->sched, c->job, READ_WAIT_SECONDS, &text, c->want_logprobs ? &c->lp : NULL, &pr)) {
             buf_free(&text);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
+        if (text.len && c->t_first == 0)
+            c->t_first = plat_time_seconds();
         bool ok = reply_push(&c->rp, text.data, text.len);
         if (pr.finish != SCHED_RUNNING)
             ok = reply_finish(&c->rp) && ok;
         ok = ok && send_parts(c);
         buf_free(&text);
         if (pr.finish == SCHED_FAILED || pr.finish == SCHED_CANCELLED) {
-            const char *msg = pr.finish == SCHED_FAILED ? pr.error : "the server is shutting down";
-            ok = ok && buf_append(&c->out, "data: ", 6) &&
-                 api_error_json(msg, pr.finish == SCHED_FAILED ? "server_error" : "unavailable", NULL, NULL, &c->out) &&
-                 buf_append(&c->out, "\n\ndata: [DONE]\n\n", 16);
+            ok = ok && c->dialect->stream_error(&c->reply, pr.finish == SCHED_FAILED ? pr.error : "the server is shutting down",
+                                                &c->out);
             c->ended = true;
         } else if (pr.finish != SCHED_RUNNING) {
-            const api_message none = { .want_logprobs = c->want_logprobs };
-            ok = ok && api_chunk_sse(&c->reply, c->first_chunk, &none, finish_reason(c, pr.finish), &c->out);
-            if (c->include_usage)
-                ok = ok && api_usage_sse(&c->reply, pr.n_prompt, pr.n_generated, &c->out);
-            ok = ok && buf_append(&c->out, "data: [DONE]\n\n", 14);
+            const api_end e = end_of(c, &pr);
+            ok = ok && c->dialect->end(&c->reply, &e, &c->out);
             c->ended = true;
         } else if (c->out.len == 0 && peer_gone(c)) {
-            sched_job_cancel(s->sched, c->job);
+            sched_job_cancel(c->m->sched, c->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         if (!ok)
@@ -241,43 +277,51 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *dst, size_t max) {
     return (ssize_t)n;
 }
 
+/* The context a request may fill: the slot's, or less when the request asks (Ollama's num_ctx). */
+static int32_t context_of(const conn *c) {
+    const int32_t ctx = c->srv->cfg->ctx;
+    return c->rq.ctx_limit > 0 && c->rq.ctx_limit < ctx ? c->rq.ctx_limit : ctx;
+}
+
 /* Turns a checked request into prompt tokens; false after sending the error. */
-static bool request_tokens(conn *c, const api_request *rq, const brasa_chat_params *cp, brasa_token **tokens, size_t *n,
-                           enum MHD_Result *res) {
+static bool request_tokens(conn *c, const brasa_chat_params *cp, brasa_token **tokens, size_t *n, enum MHD_Result *res) {
     server *s = c->srv;
+    const api_request *rq = &c->rq;
+    const int32_t ctx = context_of(c);
     const size_t cap = (size_t)s->cfg->ctx + 1;
     *tokens = malloc(cap * sizeof **tokens);
     if (!*tokens) {
-        *res = send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+        *res = send_error(c, 503, NULL, NULL, "out of memory");
         return false;
     }
     brasa_error err;
     brasa_status st;
     if (rq->kind == API_CHAT)
-        st = brasa_chat_tokenize_json(s->model, rq->messages_json, strlen(rq->messages_json), cp, *tokens, cap, n, &err);
+        st = brasa_chat_tokenize_json(c->m->model, rq->messages_json, strlen(rq->messages_json), cp, *tokens, cap, n, &err);
     else
-        st = brasa_tokenize(s->model, rq->prompt, strlen(rq->prompt), BRASA_TOKENIZE_ADD_BOS, *tokens, cap, n, &err);
-    if (st == BRASA_OK && *n >= (size_t)s->cfg->ctx)
+        st = brasa_tokenize(c->m->model, rq->prompt, strlen(rq->prompt), rq->raw ? 0 : BRASA_TOKENIZE_ADD_BOS, *tokens,
+                            cap, n, &err);
+    if (st == BRASA_OK && c->ep->action == API_COUNT_TOKENS)
+        return true;
+    if (st == BRASA_OK && *n >= (size_t)ctx)
         st = BRASA_ERR_BUFFER_TOO_SMALL;
     if (st == BRASA_ERR_BUFFER_TOO_SMALL) {
-        *res = send_error(c, 400, "invalid_request_error", rq->kind == API_CHAT ? "messages" : "prompt",
-                          "context_length_exceeded",
-                          "the prompt is %zu tokens, but this server's context holds %d (including the reply): "
-                          "shorten it or start the server with a larger --ctx", *n, s->cfg->ctx);
+        *res = send_error(c, 400, rq->kind == API_CHAT ? "messages" : "prompt", "context_length_exceeded",
+                          "the prompt is %zu tokens, but the context holds %d (including the reply): shorten it%s", *n,
+                          ctx, ctx < s->cfg->ctx ? " or ask for a larger context" : " or start the server with a larger --ctx");
         return false;
     }
     if (st != BRASA_OK) {
-        *res = send_error(c, 400, "invalid_request_error", rq->kind == API_CHAT ? "messages" : "prompt", NULL, "%s",
-                          err.message);
+        *res = send_error(c, 400, rq->kind == API_CHAT ? "messages" : "prompt", NULL, "%s", err.message);
         return false;
     }
     return true;
 }
 
 /* The template that renders this chat (as brasa_chat_render picks it), for the calls' syntax. */
-static const char *chat_template_of(const server *s, const brasa_chat_params *cp) {
+static const char *chat_template_of(const reg_model *m, const brasa_chat_params *cp) {
     brasa_model_desc d;
-    brasa_model_describe(s->model, &d);
+    brasa_model_describe(m->model, &d);
     if (cp->template_text)
         return cp->template_text;
     return cp->tools_json && d.chat_template_tool_use ? d.chat_template_tool_use : d.chat_template;
@@ -289,11 +333,10 @@ static const char *chat_template_of(const server *s, const brasa_chat_params *cp
  * thinking is turned off for it. False after sending the error. */
 static bool plan_output(conn *c, const api_request *rq, brasa_chat_params *cp, toolcall_format *format,
                         brasa_constraint **constraint, enum MHD_Result *res) {
-    server *s = c->srv;
-    const toolcall_format f = toolcall_detect(chat_template_of(s, cp));
+    const toolcall_format f = toolcall_detect(chat_template_of(c->m, cp));
     *format = rq->tools_json || f == TOOLCALL_HARMONY ? f : TOOLCALL_NONE;
     if (rq->tools_json && f == TOOLCALL_NONE) {
-        *res = send_error(c, 400, "invalid_request_error", "tools", NULL,
+        *res = send_error(c, 400, "tools", NULL,
                           "this model's chat template has no tool support (or writes calls in a syntax brasa does not "
                           "read): give a template that does with --chat-template-file, or send no tools");
         return false;
@@ -311,20 +354,20 @@ static bool plan_output(conn *c, const api_request *rq, brasa_chat_params *cp, t
             st = toolcall_constraint(f, json_root(tools), rq->tool_choice == API_TOOLS_NAMED ? rq->tool_name : NULL,
                                      &prefix, &schema, &suffix, &err);
         if (st == BRASA_OK)
-            st = brasa_constraint_create(s->model, prefix.data, schema.data, suffix.data, constraint, &err);
+            st = brasa_constraint_create(c->m->model, prefix.data, schema.data, suffix.data, constraint, &err);
         json_free(tools);
         buf_free(&prefix);
         buf_free(&schema);
         buf_free(&suffix);
     } else {
-        st = brasa_constraint_create(s->model, NULL, rq->schema_json, NULL, constraint, &err);
+        st = brasa_constraint_create(c->m->model, NULL, rq->schema_json, NULL, constraint, &err);
     }
     if (st == BRASA_ERR_NO_MEMORY) {
-        *res = send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+        *res = send_error(c, 503, NULL, NULL, "out of memory");
         return false;
     }
     if (st != BRASA_OK) {
-        *res = send_error(c, 400, "invalid_request_error", forced ? "tool_choice" : "response_format", NULL, "%s",
+        *res = send_error(c, 400, forced ? "tool_choice" : "response_format", NULL, "%s",
                           err.message);
         return false;
     }
@@ -332,73 +375,97 @@ static bool plan_output(conn *c, const api_request *rq, brasa_chat_params *cp, t
     return true;
 }
 
+static bool take_model(conn *c, const char *name, double keep_alive, enum MHD_Result *res);
+
+/* Ollama's way to load a model: a chat with no messages or a generation with no prompt answers at
+ * once, done, with nothing generated. */
+static bool is_load_request(const conn *c) {
+    return c->dialect == &api_ollama && c->rq.messages_json == NULL && c->rq.prompt == NULL;
+}
+
 static enum MHD_Result handle_generation(conn *c) {
     server *s = c->srv;
-    if (c->too_large)
-        return send_error(c, 413, "invalid_request_error", NULL, "body_too_large", "the body is over %zu bytes",
-                          s->cfg->max_body);
-    api_request rq;
     char message[400];
     const char *param = NULL;
-    const api_kind kind = c->route == R_CHAT ? API_CHAT : API_COMPLETION;
-    if (!api_parse(kind, c->body.data ? c->body.data : "", c->body.len, &rq, message, sizeof message, &param)) {
-        api_request_free(&rq);
-        return send_error(c, 400, "invalid_request_error", param, NULL, "%s", message);
-    }
+    api_request *rq = &c->rq;
+    if (!c->dialect->parse(c->ep, c->body.data ? c->body.data : "", c->body.len, rq, message, sizeof message, &param))
+        return send_error(c, 400, param, NULL, "%s", message);
     enum MHD_Result res = MHD_NO;
+    if (!take_model(c, rq->model, rq->keep_alive, &res))
+        return res;
+    if (!c->m->sched && c->ep->action == API_GENERATE)
+        return send_error(c, 400, "model", NULL, "%s is an embedding model: it makes vectors (/v1/embeddings, "
+                          "/api/embed), not text", c->m->name);
+    if (rq->ctx_limit > s->cfg->ctx)
+        return send_error(c, 400, c->dialect == &api_ollama ? "options.num_ctx" : "num_ctx", NULL,
+                          "%s asks for a context of %d tokens, but this server's slots hold %d: ask for at most "
+                          "that, or start the server with a larger --ctx",
+                          c->dialect == &api_ollama ? "options.num_ctx" : "num_ctx", rq->ctx_limit, s->cfg->ctx);
+    snprintf(c->id, sizeof c->id, "%08x%04x", (unsigned)s->started, (unsigned)plat_atomic_add(&s->next_id, 1));
+    c->reply = (api_reply){ c->ep->kind, c->id, c->m->name, (int64_t)time(NULL), 0, rq->include_usage, false, -1, 0, 0 };
+    if (is_load_request(c)) { /* loaded now; keep_alive 0 unloads it after this reply */
+        buf b = { 0 };
+        const api_end e = { rq->keep_alive == 0 ? "unload" : "load", NULL, 0, 0, 0, 0, 0, 0 };
+        const api_message none = { 0 };
+        return send_json(c, c->dialect->whole(&c->reply, &none, &e, &b), &b);
+    }
     brasa_token *tokens = NULL;
     size_t n = 0;
     brasa_chat_params cp = brasa_chat_default_params();
-    cp.enable_thinking = rq.enable_thinking;
-    cp.kwargs_json = rq.kwargs_json;
-    cp.tools_json = rq.tools_json;
+    cp.enable_thinking = rq->enable_thinking;
+    cp.kwargs_json = rq->kwargs_json;
+    cp.tools_json = rq->tools_json;
     cp.template_text = s->cfg->chat_template;
     brasa_constraint *constraint = NULL;
     toolcall_format format = TOOLCALL_NONE;
-    if (kind == API_CHAT && !plan_output(c, &rq, &cp, &format, &constraint, &res)) {
-        api_request_free(&rq);
+    if (rq->kind == API_CHAT && !plan_output(c, rq, &cp, &format, &constraint, &res))
         return res;
+    if (rq->kind == API_COMPLETION && rq->schema_json) {
+        brasa_error err;
+        const brasa_status st = brasa_constraint_create(c->m->model, NULL, rq->schema_json, NULL, &constraint, &err);
+        if (st != BRASA_OK)
+            return st == BRASA_ERR_NO_MEMORY ? send_error(c, 503, NULL, NULL, "out of memory")
+                                             : send_error(c, 400, "format", NULL, "%s", err.message);
     }
-    if (!request_tokens(c, &rq, &cp, &tokens, &n, &res)) {
+    if (!request_tokens(c, &cp, &tokens, &n, &res)) {
         free(tokens);
         brasa_constraint_free(constraint);
-        api_request_free(&rq);
         return res;
     }
-    snprintf(c->id, sizeof c->id, "%s-%08x%04x", kind == API_CHAT ? "chatcmpl" : "cmpl", (unsigned)s->started,
-             (unsigned)plat_atomic_add(&s->next_id, 1));
+    if (c->ep->action == API_COUNT_TOKENS) {
+        free(tokens);
+        brasa_constraint_free(constraint);
+        buf b = { 0 };
+        return send_json(c, c->dialect->count((int32_t)n, &b), &b);
+    }
+    c->reply.prompt_tokens = (int32_t)n;
     brasa_error err;
-    if (reply_init(&c->rp, kind == API_CHAT ? brasa_chat_reasoning_start(s->model, &cp) : BRASA_REASONING_NONE, format,
-                   rq.tools_json, rq.parallel_tool_calls, strchr(c->id, '-') + 1 /* the id after its "chatcmpl-" or "cmpl-" */, &err) != BRASA_OK) {
+    const brasa_chat_reasoning start = rq->kind == API_CHAT ? brasa_chat_reasoning_start(c->m->model, &cp) : BRASA_REASONING_NONE;
+    if (reply_init(&c->rp, start, format, rq->tools_json, rq->parallel_tool_calls, c->id, &err) != BRASA_OK) {
         free(tokens);
         brasa_constraint_free(constraint);
-        api_request_free(&rq);
-        return send_error(c, 400, "invalid_request_error", "tools", NULL, "%s", err.message);
+        return send_error(c, 400, "tools", NULL, "%s", err.message);
     }
+    c->rp.drop_reasoning = !rq->show_thinking;
     c->rp_ready = true;
-    c->want_logprobs = rq.logprobs >= 0;
-    const int32_t room = s->cfg->ctx - (int32_t)n;
-    sched_job_params jp = { tokens, n, rq.max_tokens > 0 && rq.max_tokens < room ? rq.max_tokens : room, rq.sampling,
-                            rq.stop, constraint, rq.logprobs, format != TOOLCALL_NONE };
-    c->job = plat_atomic_load(&s->draining) ? NULL : sched_submit(s->sched, &jp);
+    c->want_logprobs = rq->logprobs >= 0;
+    const int32_t room = context_of(c) - (int32_t)n;
+    sched_job_params jp = { tokens, n, rq->max_tokens > 0 && rq->max_tokens < room ? rq->max_tokens : room, rq->sampling,
+                            rq->stop, constraint, rq->logprobs, format != TOOLCALL_NONE };
+    c->job = plat_atomic_load(&s->draining) ? NULL : sched_submit(c->m->sched, &jp);
     if (plat_atomic_load(&s->draining))
         brasa_constraint_free(constraint); /* not submitted: still ours */
     free(tokens);
-    const bool stream = rq.stream;
-    c->include_usage = rq.include_usage;
-    api_request_free(&rq);
     if (!c->job)
-        return send_error(c, 503, "unavailable", NULL, "queue_full",
+        return send_error(c, 503, NULL, "queue_full",
                           plat_atomic_load(&s->draining) ? "the server is shutting down"
                                                          : "the server is busy: %d requests are already waiting",
                           s->cfg->max_queue);
-    c->reply = (api_reply){ kind, c->id, s->model_id, (int64_t)time(NULL) };
-    c->first_chunk = true;
-    if (stream) {
+    if (rq->stream) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, c, NULL);
         if (!r)
             return MHD_NO;
-        MHD_add_response_header(r, "Content-Type", "text/event-stream; charset=utf-8");
+        MHD_add_response_header(r, "Content-Type", c->dialect->stream_type);
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
         MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
@@ -411,78 +478,294 @@ static enum MHD_Result handle_generation(conn *c) {
     buf text = { 0 };
     sched_progress pr;
     for (;;) {
-        if (!sched_job_read(s->sched, c->job, READ_WAIT_SECONDS, &text, c->want_logprobs ? &c->lp : NULL, &pr)) {
+        const size_t before = text.len;
+        if (!sched_job_read(c->m->sched, c->job, READ_WAIT_SECONDS, &text, c->want_logprobs ? &c->lp : NULL, &pr)) {
             buf_free(&text);
-            sched_job_cancel(s->sched, c->job);
-            return send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
+            sched_job_cancel(c->m->sched, c->job);
+            return send_error(c, 503, NULL, NULL, "out of memory");
         }
+        if (text.len > before && c->t_first == 0)
+            c->t_first = plat_time_seconds();
         if (pr.finish != SCHED_RUNNING)
             break;
         if (peer_gone(c)) {
-            sched_job_cancel(s->sched, c->job);
+            sched_job_cancel(c->m->sched, c->job);
             buf_free(&text);
             return MHD_NO;
         }
     }
     if (pr.finish == SCHED_FAILED)
-        res = send_error(c, 500, "server_error", NULL, NULL, "generation failed: %s", pr.error);
+        res = send_error(c, 500, NULL, NULL, "generation failed: %s", pr.error);
     else if (pr.finish == SCHED_CANCELLED)
-        res = send_error(c, 503, "unavailable", NULL, NULL, "the server is shutting down");
+        res = send_error(c, 503, NULL, NULL, "the server is shutting down");
     else {
         buf b = { 0 };
         api_message m;
         bool ok = reply_push(&c->rp, text.data, text.len) && reply_finish(&c->rp);
         reply_take(&c->rp, &m);
         ok = ok && logprobs_view(c, &m);
-        res = ok && api_completion_json(&c->reply, &m, finish_reason(c, pr.finish), pr.n_prompt, pr.n_generated, &b)
-                  ? send_bytes(c, 200, "application/json", b.data, b.len)
-                  : send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
-        buf_free(&b);
+        const api_end e = end_of(c, &pr);
+        res = send_json(c, ok && c->dialect->whole(&c->reply, &m, &e, &b), &b);
     }
     buf_free(&text);
     return res;
 }
 
-static enum MHD_Result handle_get(conn *c) {
+static api_model_info model_info(server *s, size_t i) {
+    const reg_model *m = reg_at(s->reg, i);
+    bool loaded = false;
+    double expires = -1;
+    reg_snapshot(s->reg, i, &loaded, &expires);
+    /* a loaded model's expiry in wall-clock seconds */
+    const int64_t expires_at = expires < 0 ? 0 : (int64_t)time(NULL) + (int64_t)(expires - plat_time_seconds());
+    return (api_model_info){ .name = m->name, .desc = &m->header, .file_bytes = m->file.size,
+                             .modified = m->file.modified ? m->file.modified : s->started, .quant = m->quant,
+                             .loaded = loaded, .expires = expires_at, .memory_bytes = m->need_bytes,
+                             .n_ctx = s->cfg->ctx, .tools = m->tools, .thinking = m->thinking,
+                             .embedding = m->header.is_embedding };
+}
+
+/* GET listings and Ollama's show (POST, with the model's name in the body). */
+static enum MHD_Result handle_models(conn *c) {
+    server *s = c->srv;
+    const size_t n = reg_count(s->reg);
+    api_model_info *infos = calloc(n, sizeof *infos);
+    if (!infos)
+        return send_error(c, 503, NULL, NULL, "out of memory");
+    size_t k = 0;
+    if (c->ep->action == API_SHOW) {
+        char name[256];
+        if (!api_body_model(c->body.data ? c->body.data : "", c->body.len, name, sizeof name)) {
+            free(infos);
+            return send_error(c, 400, "model", NULL, "'model' is required: the name of a model this server has");
+        }
+        const reg_model *m = reg_find(s->reg, name);
+        for (size_t i = 0; m && i < n; i++)
+            if (reg_at(s->reg, i) == m)
+                infos[k++] = model_info(s, i);
+        if (k == 0) {
+            free(infos);
+            return send_error(c, 404, "model", "model_not_found", "model '%.200s' not found", name);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            infos[k++] = model_info(s, i);
+    }
+    buf b = { 0 };
+    const bool ok = c->dialect->models(c->ep->action, infos, k, s->started, &b);
+    free(infos);
+    return send_json(c, ok, &b);
+}
+
+/* The model a request names, loaded and held by the connection until its end; false after
+ * sending the error (an unknown name, a failed load). */
+static bool take_model(conn *c, const char *name, double keep_alive, enum MHD_Result *res) {
+    server *s = c->srv;
+    reg_model *m = reg_find(s->reg, name);
+    if (!m) {
+        *res = send_error(c, 404, "model", "model_not_found", "model '%.200s' not found: this server has %zu models "
+                          "(GET /v1/models lists them)", name ? name : "", reg_count(s->reg));
+        return false;
+    }
+    brasa_error err;
+    if (reg_acquire(s->reg, m, &err) != BRASA_OK) {
+        *res = send_error(c, 503, NULL, NULL, "%s", err.message);
+        return false;
+    }
+    c->m = m;
+    c->keep_alive = keep_alive;
+    return true;
+}
+
+/* The embeddings context, made on first use; under embed_mu. */
+static bool embed_context(server *s, reg_model *m, brasa_error *err) {
+    if (m->embed_ctx)
+        return true;
+    brasa_context_params cp = brasa_context_default_params(); /* n_ctx 0: the model's trained length */
+    cp.n_threads = s->cfg->threads;
+    return brasa_context_create(m->model, &cp, &m->embed_ctx, err) == BRASA_OK;
+}
+
+/* Embeddings of the request's inputs, pooled as the model says and normalized, all in one batch. */
+static enum MHD_Result handle_embeddings(conn *c) {
+    server *s = c->srv;
+    char message[400];
+    const char *param = NULL;
+    api_embed_request rq;
+    if (!c->dialect->parse_embed(c->body.data ? c->body.data : "", c->body.len, &rq, message, sizeof message, &param)) {
+        api_embed_request_free(&rq);
+        return send_error(c, 400, param, NULL, "%s", message);
+    }
+    enum MHD_Result res;
+    if (!take_model(c, rq.model, rq.keep_alive, &res)) {
+        api_embed_request_free(&rq);
+        return res;
+    }
+    const int32_t dim = c->m->desc.embedding_dim;
+    if (!c->m->desc.is_embedding) {
+        res = send_error(c, 400, "model", NULL, "%s is not an embedding model (its file sets no pooling type): serve "
+                         "one, such as a BERT model like all-MiniLM-L6-v2 in GGUF", c->m->name);
+    } else if (rq.dimensions && rq.dimensions != dim) {
+        res = send_error(c, 400, "dimensions", NULL, "this model's embeddings have %d dimensions, and it was not "
+                         "trained to be cut shorter: leave 'dimensions' out", dim);
+    } else {
+        const double t0 = plat_time_seconds();
+        brasa_token **inputs = calloc(rq.n_texts, sizeof *inputs);
+        size_t *lengths = calloc(rq.n_texts, sizeof *lengths);
+        float *vectors = malloc(rq.n_texts * (size_t)dim * sizeof *vectors);
+        brasa_error err = { 0 };
+        int status = 0;
+        int64_t total = 0;
+        plat_mutex_lock(c->m->embed_mu);
+        if (!inputs || !lengths || !vectors) {
+            status = 503;
+            snprintf(err.message, sizeof err.message, "out of memory");
+        } else if (!embed_context(s, c->m, &err)) {
+            status = 500;
+        }
+        const size_t ctx = c->m->embed_ctx ? (size_t)brasa_context_size(c->m->embed_ctx) : 0;
+        for (size_t i = 0; status == 0 && i < rq.n_texts; i++) {
+            size_t n = 0;
+            if (rq.token_inputs[i]) {
+                n = rq.n_token_inputs[i];
+                for (size_t k = 0; k < n && status == 0; k++)
+                    if (rq.token_inputs[i][k] >= c->m->desc.n_vocab) {
+                        status = 400;
+                        snprintf(err.message, sizeof err.message, "input %zu holds token %d, outside the vocabulary "
+                                 "(0 to %d)", i, rq.token_inputs[i][k], c->m->desc.n_vocab - 1);
+                    }
+                if (status == 0 && (inputs[i] = malloc((n ? n : 1) * sizeof **inputs)))
+                    memcpy(inputs[i], rq.token_inputs[i], n * sizeof **inputs);
+            } else {
+                size_t cap = ctx + 64;
+                inputs[i] = malloc(cap * sizeof **inputs);
+                brasa_status st = inputs[i] ? brasa_tokenize(c->m->model, rq.texts[i], strlen(rq.texts[i]),
+                                                             BRASA_TOKENIZE_ADD_BOS, inputs[i], cap, &n, &err)
+                                            : BRASA_ERR_NO_MEMORY;
+                if (st == BRASA_ERR_BUFFER_TOO_SMALL) { /* longer than the context: cut or refused below */
+                    brasa_token *more = realloc(inputs[i], n * sizeof *more);
+                    if (more) {
+                        inputs[i] = more;
+                        cap = n;
+                        st = brasa_tokenize(c->m->model, rq.texts[i], strlen(rq.texts[i]), BRASA_TOKENIZE_ADD_BOS,
+                                            inputs[i], cap, &n, &err);
+                    } else {
+                        st = BRASA_ERR_NO_MEMORY;
+                    }
+                }
+                if (st != BRASA_OK) {
+                    status = st == BRASA_ERR_NO_MEMORY ? 503 : 400;
+                    if (st == BRASA_ERR_NO_MEMORY)
+                        snprintf(err.message, sizeof err.message, "out of memory");
+                }
+            }
+            if (status == 0 && !inputs[i]) {
+                status = 503;
+                snprintf(err.message, sizeof err.message, "out of memory");
+            }
+            if (status == 0 && n > ctx) {
+                if (rq.truncate) {
+                    n = ctx;
+                } else {
+                    status = 400;
+                    snprintf(err.message, sizeof err.message, "input %zu is %zu tokens, and this model's context holds "
+                             "%zu: shorten it%s", i, n, ctx, c->dialect == &api_ollama ? " (or truncate it)" : "");
+                }
+            }
+            lengths[i] = n;
+            total += (int64_t)n;
+        }
+        if (status == 0) {
+            const brasa_status st = brasa_embed_batch(c->m->embed_ctx, (const brasa_token *const *)inputs, lengths,
+                                                      rq.n_texts, vectors, rq.n_texts * (size_t)dim, &err);
+            status = st == BRASA_OK ? 0 : st == BRASA_ERR_NO_MEMORY ? 503 : st == BRASA_ERR_INVALID_ARGUMENT ? 400 : 500;
+        }
+        plat_mutex_unlock(c->m->embed_mu);
+        if (status == 0) {
+            buf b = { 0 };
+            res = send_json(c, c->dialect->embeddings(&rq, c->m->name, vectors, rq.n_texts, (size_t)dim,
+                                                      (int32_t)total, plat_time_seconds() - t0, &b), &b);
+        } else {
+            res = send_error(c, status, status == 400 ? "input" : NULL, NULL, "%s", err.message);
+        }
+        for (size_t i = 0; inputs && i < rq.n_texts; i++)
+            free(inputs[i]);
+        free(inputs);
+        free(lengths);
+        free(vectors);
+    }
+    api_embed_request_free(&rq);
+    return res;
+}
+
+static enum MHD_Result handle_page(conn *c) {
     server *s = c->srv;
     buf b = { 0 };
-    enum MHD_Result res;
     int queued = 0, active = 0;
-    if (c->route == R_HEALTH || c->route == R_METRICS)
-        sched_counts(s->sched, &queued, &active);
-    switch (c->route) {
-    case R_PAGE:
+    reg_counts(s->reg, &queued, &active);
+    switch (c->page) {
+    case P_WEB:
         return send_bytes(c, 200, "text/html; charset=utf-8", srv_webui_html, strlen(srv_webui_html));
-    case R_HEALTH: {
+    case P_HEALTH: {
         char text[160];
         const int n = snprintf(text, sizeof text, "{\"status\":\"%s\",\"slots\":%d,\"active\":%d,\"queued\":%d}",
                                plat_atomic_load(&s->draining) ? "stopping" : "ok", s->cfg->parallel, active, queued);
         return send_bytes(c, plat_atomic_load(&s->draining) ? 503 : 200, "application/json", text, (size_t)n);
     }
-    case R_METRICS:
-        res = metrics_render(s->metrics, queued, active, s->cfg->parallel, &b)
-                  ? send_bytes(c, 200, "text/plain; version=0.0.4", b.data, b.len)
-                  : send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
-        break;
-    default:
-        res = api_models_json(s->model_id, s->started, &b) ? send_bytes(c, 200, "application/json", b.data, b.len)
-                                                            : send_error(c, 503, "unavailable", NULL, NULL, "out of memory");
-        break;
+    default: {
+        const bool ok = metrics_render(s->metrics, queued, active, s->cfg->parallel, &b);
+        const enum MHD_Result res = ok ? send_bytes(c, 200, "text/plain; version=0.0.4", b.data, b.len)
+                                       : send_error(c, 503, NULL, NULL, "out of memory");
+        buf_free(&b);
+        return res;
     }
-    buf_free(&b);
-    return res;
+    }
 }
 
-static route route_of(const char *url) {
-    static const struct { const char *path; route r; } table[] = {
-        { "/", R_PAGE }, { "/health", R_HEALTH }, { "/metrics", R_METRICS }, { "/v1/models", R_MODELS },
-        { "/v1/chat/completions", R_CHAT }, { "/v1/completions", R_COMPLETIONS },
-        { "/chat/completions", R_CHAT }, { "/completions", R_COMPLETIONS }, { "/models", R_MODELS },
+/* The first path segment of url and path are the same ("/api/..." and "/api/tags"). */
+static bool same_first_segment(const char *url, const char *path) {
+    const char *a = strchr(url + 1, '/'), *b = strchr(path + 1, '/');
+    const size_t la = a ? (size_t)(a - url) : strlen(url), lb = b ? (size_t)(b - path) : strlen(path);
+    return la == lb && strncmp(url, path, la) == 0;
+}
+
+/* Finds the request's page or endpoint, and the dialect its errors are written in. Returns false
+ * when the path is known but not for this method (c->ep is then the endpoint of that path). */
+static bool resolve(conn *c, const char *url, const char *method) {
+    static const struct { const char *path; page p; } pages[] = {
+        { "/", P_WEB }, { "/health", P_HEALTH }, { "/metrics", P_METRICS },
     };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(url, table[i].path) == 0)
-            return table[i].r;
-    return R_NONE;
+    c->dialect = &api_openai;
+    const bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
+        if (strcmp(url, pages[i].path) == 0) {
+            c->page = pages[i].p;
+            return get;
+        }
+    const api_dialect *guess = NULL;
+    bool method_ok = false;
+    for (size_t d = 0; d < N_DIALECTS; d++) {
+        const api_dialect *dl = dialects[d].dialect;
+        const bool marked = dialects[d].marker_header &&
+                            MHD_lookup_connection_value(c->mhd, MHD_HEADER_KIND, dialects[d].marker_header);
+        for (size_t i = 0; i < dl->n_endpoints; i++) {
+            const api_endpoint *ep = &dl->endpoints[i];
+            if ((!guess || marked) && same_first_segment(url, ep->path))
+                guess = dl;
+            if (strcmp(url, ep->path) != 0)
+                continue;
+            const bool ok = strcmp(method, ep->method) == 0 || (get && strcmp(ep->method, "GET") == 0);
+            /* a marked dialect takes over a path another dialect also has; else the first match stays */
+            if (!c->ep || marked || (ok && !method_ok)) {
+                c->ep = ep;
+                c->dialect = dl;
+                method_ok = ok;
+            }
+        }
+    }
+    if (!c->ep && guess)
+        c->dialect = guess;
+    return c->ep && method_ok;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url, const char *method,
@@ -496,34 +779,35 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
             return MHD_NO;
         c->srv = s;
         c->mhd = mhd;
-        c->route = route_of(url);
+        c->t_start = plat_time_seconds();
         *state = c;
         plat_atomic_add(&s->open_requests, 1);
-        const bool post = c->route == R_CHAT || c->route == R_COMPLETIONS;
+        const bool method_ok = resolve(c, url, method);
         if (strcmp(method, "OPTIONS") == 0) {
             struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
             MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
             MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-            MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+            MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                    "Authorization, Content-Type, x-api-key, anthropic-version, anthropic-beta");
             const enum MHD_Result res = MHD_queue_response(mhd, 204, r);
             MHD_destroy_response(r);
             c->status = 204;
             return res;
         }
-        if (c->route == R_NONE)
-            return send_error(c, 404, "invalid_request_error", NULL, "not_found", "no route %.200s %.200s", method, url);
-        if (strcmp(method, post ? "POST" : "GET") != 0 && !(!post && strcmp(method, "HEAD") == 0))
-            return send_error(c, 405, "invalid_request_error", NULL, "method_not_allowed", "%.20s is not allowed on %.200s",
-                              method, url);
+        if (c->page == P_NONE && !c->ep)
+            return send_error(c, 404, NULL, "not_found", "no route %.200s %.200s", method, url);
+        if (!method_ok)
+            return send_error(c, 405, NULL, "method_not_allowed", "%.20s is not allowed on %.200s", method, url);
         if (!authorized(c))
-            return send_error(c, 401, "invalid_request_error", NULL, "invalid_api_key",
-                              "a valid API key is required: send 'Authorization: Bearer KEY'");
-        if (!post)
-            return handle_get(c);
+            return send_error(c, 401, NULL, "invalid_api_key",
+                              "a valid API key is required: send 'Authorization: Bearer KEY' (or 'x-api-key: KEY')");
+        if (c->page != P_NONE)
+            return handle_page(c);
+        if (strcmp(c->ep->method, "GET") == 0)
+            return handle_models(c);
         const char *length = MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "Content-Length");
         if (length && strtoull(length, NULL, 10) > s->cfg->max_body)
-            return send_error(c, 413, "invalid_request_error", NULL, "body_too_large", "the body is over %zu bytes",
-                              s->cfg->max_body);
+            return send_error(c, 413, NULL, "body_too_large", "the body is over %zu bytes", s->cfg->max_body);
         return MHD_YES;
     }
     if (*upload_size > 0) {
@@ -536,7 +820,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     }
     if (c->status)
         return MHD_YES; /* answered already */
-    return handle_generation(c);
+    if (c->too_large)
+        return send_error(c, 413, NULL, "body_too_large", "the body is over %zu bytes", s->cfg->max_body);
+    switch (c->ep->action) {
+    case API_GENERATE:
+    case API_COUNT_TOKENS:
+        return handle_generation(c);
+    case API_EMBED:
+        return handle_embeddings(c);
+    default:
+        return handle_models(c);
+    }
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mhd, void **state, enum MHD_RequestTerminationCode why) {
@@ -552,10 +846,13 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **state, en
     buf_free(&c->lp_text);
     if (c->job) {
         if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK)
-            sched_job_cancel(s->sched, c->job); /* the client went away, or a write failed */
-        sched_job_release(s->sched, c->job);
+            sched_job_cancel(c->m->sched, c->job); /* the client went away, or a write failed */
+        sched_job_release(c->m->sched, c->job);
     }
-    metrics_request(s->metrics, route_label(c->route), c->status ? c->status : 499);
+    if (c->m)
+        reg_release(s->reg, c->m, c->keep_alive);
+    api_request_free(&c->rq);
+    metrics_request(s->metrics, route_label(c), c->status ? c->status : 499);
     buf_free(&c->body);
     buf_free(&c->out);
     free(c);
@@ -635,28 +932,56 @@ int srv_run(const srv_config *cfg) {
     int status = 1;
     struct MHD_Daemon *d = NULL;
     brasa_error err;
-    brasa_model_params mp = brasa_model_default_params();
-    mp.progress = load_progress;
     s.metrics = metrics_create();
     if (!s.metrics) {
         fprintf(stderr, "brasa serve: out of memory\n");
         goto out;
     }
-    if (brasa_model_open(cfg->model_path, &mp, &s.model, &err) != BRASA_OK) {
-        fprintf(stderr, "brasa serve: %s: %s\n", cfg->model_path, err.message);
+    /* the models: the -m files, or every GGUF of --models-dir */
+    char **found = NULL;
+    size_t n_found = 0;
+    if (cfg->models_dir && reg_scan_dir(cfg->models_dir, &found, &n_found, &err) != BRASA_OK) {
+        fprintf(stderr, "brasa serve: --models-dir %s\n", err.message);
         goto out;
     }
-    const char *base = strrchr(cfg->model_path, '/');
-    const char *base2 = strrchr(cfg->model_path, '\\');
-    base = base2 > base ? base2 : base;
-    snprintf(s.model_id, sizeof s.model_id, "%s", base ? base + 1 : cfg->model_path);
-    sched_config sc = { .n_slots = cfg->parallel, .n_ctx = cfg->ctx, .n_threads = cfg->threads, .kv_type = cfg->kv_type,
-                        .device = cfg->device, .gpu_layers = cfg->gpu_layers, .progress = upload_progress,
-                        .max_queue = cfg->max_queue, .metrics = s.metrics };
-    if (sched_create(s.model, &sc, &s.sched, &err) != BRASA_OK) {
+    uint64_t total = 0, available = 0;
+    plat_memory(&total, &available);
+    const bool several = n_found + cfg->n_models > 1;
+    reg_config rc = {
+        .sched = { .n_slots = cfg->parallel, .n_ctx = cfg->ctx, .n_threads = cfg->threads, .kv_type = cfg->kv_type,
+                   .device = cfg->device, .gpu_layers = cfg->gpu_layers, .progress = upload_progress,
+                   .max_queue = cfg->max_queue, .metrics = s.metrics },
+        .chat_template = cfg->chat_template,
+        /* what is free now, less a margin for the rest of the system, unless given */
+        .budget_bytes = cfg->max_memory > 0 ? cfg->max_memory : available ? available / 10 * 9 : UINT64_MAX,
+        .keep_alive = cfg->keep_alive >= 0 ? cfg->keep_alive : several ? 300.0 : REG_FOREVER,
+        .progress = load_progress,
+    };
+    const char **paths = malloc((n_found + cfg->n_models + 1) * sizeof *paths);
+    if (paths) {
+        for (size_t i = 0; i < cfg->n_models; i++)
+            paths[i] = cfg->model_paths[i];
+        for (size_t i = 0; i < n_found; i++)
+            paths[cfg->n_models + i] = found[i];
+    }
+    const brasa_status rst = paths ? reg_create(&rc, paths, n_found + cfg->n_models, &s.reg, &err)
+                                   : err_set(&err, BRASA_ERR_NO_MEMORY, "out of memory");
+    free(paths);
+    for (size_t i = 0; i < n_found; i++)
+        free(found[i]);
+    free(found);
+    if (rst != BRASA_OK) {
         fprintf(stderr, "brasa serve: %s\n", err.message);
         goto out;
     }
+    /* a server of one model loads it now, so that a model that cannot run fails at the start */
+    reg_model *first = reg_find(s.reg, NULL);
+    if (!several && reg_acquire(s.reg, first, &err) != BRASA_OK) {
+        fprintf(stderr, "brasa serve: %s: %s\n", first->path, err.message);
+        goto out;
+    }
+    if (!several)
+        reg_release(s.reg, first, -1);
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | (ipv6 ? MHD_USE_IPv6 : 0),
                          (uint16_t)cfg->port, NULL, NULL, on_request, &s,
                          MHD_OPTION_SOCK_ADDR, &addr.sa,
@@ -670,29 +995,38 @@ int srv_run(const srv_config *cfg) {
                 cfg->port);
         goto out;
     }
-    if (sched_tuning_note(s.sched)[0])
-        fprintf(stderr, "brasa serve: warning: %s\n", sched_tuning_note(s.sched));
+    char what[300];
+    if (several) {
+        snprintf(what, sizeof what, "%zu models (loaded on first use, within %.1f GB)", reg_count(s.reg),
+                 (double)rc.budget_bytes / 1e9);
+    } else {
+        const sched *sc = first->sched;
+        if (sc && sched_tuning_note(sc)[0])
+            fprintf(stderr, "brasa serve: warning: %s\n", sched_tuning_note(sc));
+        snprintf(what, sizeof what, "%s on %s", first->name, sc ? sched_backend(sc) : "cpu");
+    }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    fprintf(stderr, "brasa serve: %s on %s, %d slots of %d tokens; listening on http://%s%s%s:%u/ (Ctrl-C stops)\n",
-            s.model_id, sched_backend(s.sched), cfg->parallel, cfg->ctx, ipv6 ? "[" : "", cfg->host, ipv6 ? "]" : "",
-            di ? (unsigned)di->port : (unsigned)cfg->port);
+    fprintf(stderr, "brasa serve: %s, %d slots of %d tokens; listening on http://%s%s%s:%u/ (Ctrl-C stops)\n", what,
+            cfg->parallel, cfg->ctx, ipv6 ? "[" : "", cfg->host, ipv6 ? "]" : "", di ? (unsigned)di->port : (unsigned)cfg->port);
     fflush(stderr);
-    while (!stop)
+    while (!stop) {
         plat_sleep(0.1);
+        reg_tick(s.reg); /* models idle past their keep-alive go */
+    }
     /* stop accepting, let what runs finish, then end the rest */
     fprintf(stderr, "brasa serve: stopping: no new connections; finishing the requests in flight\n");
     plat_atomic_store(&s.draining, 1);
     const MHD_socket listener = MHD_quiesce_daemon(d);
     if (listener != MHD_INVALID_SOCKET)
         plat_socket_close((int)listener);
-    if (!sched_drain(s.sched, DRAIN_SECONDS))
+    if (!reg_drain(s.reg, DRAIN_SECONDS))
         fprintf(stderr, "brasa serve: requests still running after %.0f s are ended\n", DRAIN_SECONDS);
     /* A finished job may still have its last events (the finish reason, [DONE]) waiting in the connection's
      * thread; stopping the daemon now would cut them off. Wait, briefly, until every reply has been written. */
     const double flush_until = plat_time_seconds() + FLUSH_SECONDS;
     while (plat_atomic_load(&s.open_requests) > 0 && plat_time_seconds() < flush_until)
         plat_sleep(0.02);
-    sched_stop(s.sched);
+    reg_stop(s.reg);
     MHD_stop_daemon(d);
     d = NULL;
     status = 0;
@@ -700,8 +1034,7 @@ int srv_run(const srv_config *cfg) {
 out:
     if (d)
         MHD_stop_daemon(d);
-    sched_free(s.sched);
-    brasa_model_free(s.model);
+    reg_free(s.reg);
     metrics_free(s.metrics);
     plat_lock_release(lock);
     return status;

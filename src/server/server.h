@@ -9,7 +9,11 @@
 #include <stdint.h>
 
 typedef struct srv_config {
-    const char *model_path;
+    const char *const *model_paths; /* the -m files */
+    size_t n_models;
+    const char *models_dir;  /* every .gguf there too; may be NULL */
+    double keep_alive;     /* seconds an idle model stays loaded; < 0: forever for one model, 5 min for several */
+    uint64_t max_memory;   /* bytes the loaded models may take together; 0: 90% of what is free at the start */
     const char *host;      /* an IPv4 or IPv6 address, or "localhost" */
     int port;              /* 0: any free port (the chosen one is printed) */
     int parallel;          /* slots */

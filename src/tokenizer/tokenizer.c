@@ -53,7 +53,11 @@ static int32_t special_at(const tok_vocab *v, const char *text, size_t i, size_t
 static bool encode_plain(const tok_vocab *v, const char *text, size_t n, ivec *out) {
     if (n == 0)
         return true;
-    return v->type == BRASA_VOCAB_BPE ? tok_bpe_encode(v, text, n, out) : tok_spm_encode(v, text, n, out);
+    switch (v->type) {
+    case BRASA_VOCAB_BPE: return tok_bpe_encode(v, text, n, out);
+    case BRASA_VOCAB_WPM: return tok_wpm_encode(v, text, n, out);
+    default: return tok_spm_encode(v, text, n, out);
+    }
 }
 
 static brasa_status encode(const tok_vocab *v, const char *text, size_t n, unsigned flags, const control_rule *rule,

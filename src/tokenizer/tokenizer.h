@@ -1,6 +1,7 @@
 /* tokenizer.h: text <-> tokens for a loaded vocabulary. Encoding first cuts out special tokens
  * (user-defined ones always, control ones only when asked), then runs the model's algorithm on the
- * text between: BPE with merges (tok_bpe.c) or SentencePiece-style merging by score (tok_spm.c). */
+ * text between: BPE with merges (tok_bpe.c), SentencePiece-style merging by score (tok_spm.c) or
+ * WordPiece (tok_wpm.c). */
 #ifndef BRASA_TOKENIZER_H
 #define BRASA_TOKENIZER_H
 
@@ -28,6 +29,7 @@ bool tok_decode_append(const tok_vocab *v, brasa_token t, unsigned flags, bool a
 /* The algorithms, on text that holds no special token. */
 bool tok_bpe_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
 bool tok_spm_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
+bool tok_wpm_encode(const tok_vocab *v, const char *text, size_t n, ivec *out);
 
 /* Appends text to out as SentencePiece-style vocabularies spell it: U+0020 as U+2581, each maximal
  * ill-formed UTF-8 subpart as U+FFFD (tok_spm.c; Gemma 4's BPE uses it too). */

@@ -5,6 +5,7 @@
  * which leaves the rest of the model usable. */
 #include "tokenizer/vocab.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,11 @@ static brasa_token guess_eot(const tok_vocab *v) {
  *   file names them; no tokenizer.ggml.pre means GPT-2's own split.
  * - gemma4 (BPE over UTF-8 with U+2581 for spaces, as the gpt2 pre-tokenizers marked
  *   PRETOK_RAW_UTF8 are too): its own split, <0xXX> byte fallback, no BOS unless the file asks.
+ * - bert (WordPiece, in llama.cpp's U+2581 spelling): the text goes between [CLS] and [SEP] (the
+ *   BOS and EOS here) unless the file says otherwise; tokenizer.ggml.normalizer.lowercase (true
+ *   when absent, as BERT's uncased vocabularies are the common ones) and .strip_accents (the
+ *   lowercase setting when absent) choose the normalizing steps; decoding drops the space a text's
+ *   first word starts with.
  * In every model, control and user-defined tokens are the special ones (tokenizer.c). */
 static brasa_status choose_model(tok_vocab *v, const gguf_str *model, const gguf_str *pre, bool has_merges,
                                  bool has_scores, brasa_error *err) {
@@ -235,6 +241,12 @@ static brasa_status choose_model(tok_vocab *v, const gguf_str *model, const gguf
             return err_set(err, BRASA_ERR_FORMAT, "a SentencePiece (llama) tokenizer needs tokenizer.ggml.scores");
         return BRASA_OK;
     }
+    if (str_is(model, "bert")) {
+        v->type = BRASA_VOCAB_WPM;
+        v->add_bos = v->add_eos = true;
+        v->add_space_prefix = true;
+        return BRASA_OK;
+    }
     if (str_is(model, "gpt2")) {
         def = pretok_find(pre->len ? pre->data : "default", pre->len ? (size_t)pre->len : 7);
         if (!def)
@@ -244,7 +256,7 @@ static brasa_status choose_model(tok_vocab *v, const gguf_str *model, const gguf
         def = pretok_find("gemma4", 6);
     } else {
         return err_set(err, BRASA_ERR_UNSUPPORTED,
-                       "tokenizer model '%.*s' is not supported (brasa knows llama, gpt2 and gemma4)",
+                       "tokenizer model '%.*s' is not supported (brasa knows llama, gpt2, gemma4 and bert)",
                        (int)(model->len > 64 ? 64 : model->len), model->data);
     }
     if (!has_merges)
@@ -259,6 +271,36 @@ static brasa_status choose_model(tok_vocab *v, const gguf_str *model, const gguf
     char why[200];
     if (!pretok_init(&v->pre, def, why, sizeof why))
         return err_set(err, BRASA_ERR_NO_MEMORY, "%s", why);
+    return BRASA_OK;
+}
+
+/* A WordPiece vocabulary's special ids and normalizer. [CLS] opens the text and [SEP] closes it:
+ * the older cls/seperator keys (llama.cpp's spelling) win over bos/eos, and without any key the
+ * tokens are found by their text. */
+static brasa_status wordpiece_setup(tok_vocab *v, const gguf_file *f, brasa_error *err) {
+    static const struct {
+        const char *text;
+        size_t offset;
+    } by_text[] = { { "[CLS]", offsetof(tok_vocab, bos) }, { "[SEP]", offsetof(tok_vocab, eos) },
+                    { "[UNK]", offsetof(tok_vocab, unk) }, { "[PAD]", offsetof(tok_vocab, pad) } };
+    brasa_status st;
+    if ((st = get_special(v, f, "tokenizer.ggml.cls_token_id", &v->bos, err)) ||
+        (st = get_special(v, f, "tokenizer.ggml.seperator_token_id", &v->eos, err)))
+        return st;
+    for (size_t i = 0; i < sizeof by_text / sizeof by_text[0]; i++) {
+        brasa_token *id = (brasa_token *)((char *)v + by_text[i].offset);
+        if (*id == BRASA_TOKEN_NONE)
+            *id = smap_get(&v->by_text, by_text[i].text, strlen(by_text[i].text));
+    }
+    v->norm.lowercase = true;
+    if ((st = get_flag(f, "tokenizer.ggml.normalizer.lowercase", &v->norm.lowercase, err)) != BRASA_OK)
+        return st;
+    v->norm.strip_accents = v->norm.lowercase;
+    if ((st = get_flag(f, "tokenizer.ggml.normalizer.strip_accents", &v->norm.strip_accents, err)) != BRASA_OK)
+        return st;
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        if (v->len[i] > v->max_token_len)
+            v->max_token_len = v->len[i];
     return BRASA_OK;
 }
 
@@ -312,6 +354,8 @@ static brasa_status load(tok_vocab *v, const gguf_file *f, brasa_error *err) {
         (st = get_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) ||
         (st = get_flag(f, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) ||
         (st = get_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)))
+        return st;
+    if (v->type == BRASA_VOCAB_WPM && (st = wordpiece_setup(v, f, err)) != BRASA_OK)
         return st;
     if (v->eot == BRASA_TOKEN_NONE)
         v->eot = guess_eot(v);

@@ -10,6 +10,7 @@
 #include "brasa.h"
 #include "core/strmap.h"
 #include "gguf/gguf.h"
+#include "tokenizer/bert_norm.h"
 #include "tokenizer/pretok.h"
 
 /* tokenizer.ggml.token_type values */
@@ -28,6 +29,8 @@ typedef struct tok_vocab {
     bool byte_level;    /* BPE: symbols are bytes in GPT-2's printable map; else UTF-8 characters with
                          * <0xXX> tokens for bytes that have no piece (Gemma 4) and spaces as U+2581 */
     bool ignore_merges; /* BPE: a piece that is a token is taken whole (PRETOK_IGNORE_MERGES) */
+    bnorm_opts norm;    /* WordPiece: which of BERT's normalizing steps run (uncased vocabularies: all) */
+    uint32_t max_token_len; /* WordPiece: the longest token's bytes, which bounds the pieces tried */
     int32_t n_tokens;
     const char **text;  /* (n_tokens) NUL-terminated copies */
     uint32_t *len;      /* (n_tokens) byte lengths */

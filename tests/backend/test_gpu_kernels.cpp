@@ -273,7 +273,7 @@ double attention_case(const attn_setup &a) {
     const uint32_t kv_type = a.f16 ? QUANT_F16 : QUANT_F32;
     void *kd = a.f16 ? (void *)k16.data() : (void *)k.data(), *vd = a.f16 ? (void *)v16.data() : (void *)v.data();
     const float scale = 1.0f / std::sqrt((float)a.head_dim);
-    bk_attention_params p = { a.n_head, a.n_head_kv, a.head_dim, scale, a.softcap, a.window };
+    bk_attention_params p = { a.n_head, a.n_head_kv, a.head_dim, scale, a.softcap, a.window, false };
     brasa_error err = {};
     bk_tensor qt = host(q_ne0, n_tok, q.data()), ot = host(q_ne0, n_tok, want.data());
     bk_tensor kt = bk_view(nullptr, kv_type, kv_ne0, a.cache_rows, kd), vt = bk_view(nullptr, kv_type, kv_ne0, a.cache_rows, vd);

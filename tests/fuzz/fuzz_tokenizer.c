@@ -1,11 +1,12 @@
 /* fuzz_tokenizer: a real model's tokenizer ($BRASA_FUZZ_MODEL: SmolLM2 for byte-level BPE, Gemma 3
- * for SentencePiece) on hostile input, both ways. The first byte chooses what the rest is:
+ * for SentencePiece, all-MiniLM-L6-v2 for WordPiece) on hostile input, both ways. The first byte chooses what the rest is:
  *   bit 7 clear: text, encoded with the flags in bits 0-1 (ADD_BOS, PARSE_SPECIAL), then decoded;
  *   bit 7 set:   little-endian int32 token ids, decoded as they are (mostly out of range) and again
  *                folded into -1 .. n_vocab (mostly in range);
  *   bit 2: decode with BRASA_DETOKENIZE_SPECIAL.
  * Invariants checked: every id the encoder makes is in the vocabulary, without PARSE_SPECIAL text
- * yields no control token (only BOS/EOS that ADD_BOS adds), the buffer-size convention holds, an
+ * yields no control token (only BOS/EOS that ADD_BOS adds, and the unknown token, which stands for
+ * text and which BERT vocabularies mark as control), the buffer-size convention holds, an
  * id out of range is refused, and the streaming decoder gives exactly brasa_detokenize's bytes.
  * Text is also split by every pre-tokenizer of brasa's table, whichever the model uses: the pieces
  * must be non-empty and together be exactly the text. */
@@ -142,9 +143,10 @@ static brasa_token *tokenize(const char *text, size_t len, unsigned flags, size_
 }
 
 static size_t count_control(const brasa_token *ids, size_t n) {
+    const brasa_token unk = brasa_token_special(model, BRASA_SPECIAL_UNK);
     size_t count = 0;
     for (size_t i = 0; i < n; i++)
-        count += brasa_token_is_control(model, ids[i]);
+        count += brasa_token_is_control(model, ids[i]) && ids[i] != unk;
     return count;
 }
 

@@ -17,7 +17,8 @@ class Server:
         if env:
             e.update(env)
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([brasa, "serve", "-m", model, "--port", "0", *args],
+        model_args = ["-m", model] if model else []  # None: the models come from the arguments
+        self.proc = subprocess.Popen([brasa, "serve", *model_args, "--port", "0", *args],
                                      stdout=subprocess.DEVNULL, stderr=self.log, env=e)
         self.port = None
         deadline = time.time() + 120

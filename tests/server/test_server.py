@@ -92,7 +92,8 @@ def check_openai_client(port):
     from openai import OpenAI
     client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0, timeout=120)
     models = client.models.list()
-    expect("openai models.list", len(models.data) == 1 and models.data[0].id.endswith(".gguf"), str(models))
+    expect("openai models.list: the model by its file name without .gguf", len(models.data) == 1 and
+           models.data[0].id == "SmolLM2-135M-Instruct.Q4_1", str(models))
     r = client.chat.completions.create(model=models.data[0].id, temperature=0, max_tokens=24,
                                        messages=[{"role": "system", "content": "You are a helpful assistant."},
                                                  {"role": "user", "content": "Hello!"},

@@ -668,6 +668,33 @@ static brasa_status cpu_rms_norm(bk_device *dev, const bk_tensor *x, const bk_te
     return BRASA_OK;
 }
 
+/* In double, as rms_norm: a row's mean and variance are sums over hundreds of values of both
+ * signs, where float loses the digits BERT's LayerNorm (epsilon 1e-12) keeps. */
+static brasa_status cpu_layer_norm(bk_device *dev, const bk_tensor *x, const bk_tensor *w, const bk_tensor *b, float eps,
+                                   bk_tensor *y, brasa_error *err) {
+    (void)dev;
+    if (w->ne0 != x->ne0 || b->ne0 != x->ne0 || y->ne0 != x->ne0 || y->ne1 != x->ne1)
+        return err_set(err, BRASA_ERR_INTERNAL, "layer_norm: rows of %lld with weights of %lld and biases of %lld",
+                       (long long)x->ne0, (long long)w->ne0, (long long)b->ne0);
+    const float *wf = w->data, *bf = b->data;
+    const int64_t n = x->ne0;
+    for (int64_t t = 0; t < x->ne1; t++) {
+        const float *xr = (const float *)((const char *)x->data + (size_t)t * x->row_bytes);
+        float *yr = (float *)((char *)y->data + (size_t)t * y->row_bytes);
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            sum += (double)xr[i];
+        const double mean = sum / (double)n;
+        double ss = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            ss += ((double)xr[i] - mean) * ((double)xr[i] - mean);
+        const double inv = 1.0 / sqrt(ss / (double)n + (double)eps);
+        for (int64_t i = 0; i < n; i++)
+            yr[i] = (float)(((double)xr[i] - mean) * inv) * wf[i] + bf[i];
+    }
+    return BRASA_OK;
+}
+
 static brasa_status cpu_add(bk_device *dev, const bk_tensor *a, const bk_tensor *b, bk_tensor *y, brasa_error *err) {
     (void)err;
     for (int64_t t = 0; t < a->ne1; t++) {
@@ -736,10 +763,19 @@ static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, c
 }
 
 typedef struct glu_job {
-    const bk_tensor *gate, *up;
+    const bk_tensor *gate, *up; /* up NULL: y = act(gate) alone */
     bk_tensor *y;
     bk_act act;
 } glu_job;
+
+static float activation(bk_act act, float v) {
+    switch (act) {
+    case BK_ACT_SILU: return v / (1.0f + expf(-v));
+    case BK_ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case BK_ACT_GELU_ERF: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    }
+    return v;
+}
 
 /* Thread ith's share of the elements, row-major over all tokens: each value stands alone. */
 static void glu_part(void *ctx, int ith, int nth) {
@@ -750,17 +786,14 @@ static void glu_part(void *ctx, int ith, int nth) {
     for (int64_t e = lo; e < hi;) {
         const int64_t t = e / n, i0 = e % n, i1 = hi - t * n < n ? hi - t * n : n;
         const float *g = (const float *)((const char *)j->gate->data + (size_t)t * j->gate->row_bytes);
-        const float *u = (const float *)((const char *)j->up->data + (size_t)t * j->up->row_bytes);
         float *yr = (float *)((char *)j->y->data + (size_t)t * j->y->row_bytes);
-        for (int64_t i = i0; i < i1; i++) {
-            const float v = g[i];
-            float a;
-            if (j->act == BK_ACT_SILU) {
-                a = v / (1.0f + expf(-v));
-            } else { /* GELU, tanh approximation */
-                a = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-            }
-            yr[i] = a * u[i];
+        if (j->up) {
+            const float *u = (const float *)((const char *)j->up->data + (size_t)t * j->up->row_bytes);
+            for (int64_t i = i0; i < i1; i++)
+                yr[i] = activation(j->act, g[i]) * u[i];
+        } else {
+            for (int64_t i = i0; i < i1; i++)
+                yr[i] = activation(j->act, g[i]);
         }
         e = t * n + i1;
     }
@@ -775,6 +808,17 @@ static brasa_status cpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tens
     cpu_impl *c = dev->impl;
     glu_job job = { gate, up, y, act };
     if (gate->ne0 * gate->ne1 >= GLU_PARALLEL_MIN)
+        pool_run(c->pool, glu_part, &job);
+    else
+        glu_part(&job, 0, 1);
+    return BRASA_OK;
+}
+
+static brasa_status cpu_act(bk_device *dev, const bk_tensor *x, bk_act act, bk_tensor *y, brasa_error *err) {
+    (void)err;
+    cpu_impl *c = dev->impl;
+    glu_job job = { x, NULL, y, act };
+    if (x->ne0 * x->ne1 >= GLU_PARALLEL_MIN)
         pool_run(c->pool, glu_part, &job);
     else
         glu_part(&job, 0, 1);
@@ -939,7 +983,7 @@ static void attention_part(void *ctx, int ith, int nth) {
     for (int64_t item = lo; item < hi; item++) {
         const int64_t ts = item / j->n_split, t = ts / items_per_tok;
         const int part = (int)(item % j->n_split), h0 = (int)(ts % items_per_tok) * per;
-        const int64_t last = j->pos[t];
+        const int64_t last = p->bidirectional ? j->k->ne1 - 1 : j->pos[t];
         const int64_t first = p->window > 0 && last - p->window + 1 > 0 ? last - p->window + 1 : 0;
         /* this item's share of the keys, in whole tiles */
         const int64_t tiles = (last - first + ATTN_TILE) / ATTN_TILE, per_part = (tiles + j->n_split - 1) / j->n_split;
@@ -1009,17 +1053,21 @@ static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
     const bool ring_ok = p->window > 0 && k->ne1 >= p->window;
     if (k->ne1 != v->ne1 || k->ne1 < 1 || k->type != v->type || (k->type != QUANT_F32 && k->type != QUANT_F16))
         return err_set(err, BRASA_ERR_INTERNAL, "attention: key and value caches differ or are neither f32 nor f16");
-    for (int64_t t = 0; t < q->ne1; t++)
+    if (p->bidirectional && p->window != 0)
+        return err_set(err, BRASA_ERR_INTERNAL, "attention: a bidirectional one has no window");
+    for (int64_t t = 0; t < q->ne1 && !p->bidirectional; t++)
         if (pos[t] < 0 || (pos[t] >= k->ne1 && !ring_ok))
             return err_set(err, BRASA_ERR_INTERNAL, "attention: position %d outside the %lld-row cache", pos[t],
                            (long long)k->ne1);
     cpu_impl *c = dev->impl;
+    /* keys the first query sees, which decides whether one token's keys are split */
+    const int64_t keys0 = p->bidirectional ? k->ne1 : (int64_t)pos[0] + 1;
     const int group = p->n_head / p->n_head_kv;
     int per = 1, n_split = 1;
     if (group <= ATTN_GROUP_MAX) {
         if (q->ne1 >= 2 * c->n_threads) {
             per = group;
-        } else if (q->ne1 == 1 && c->n_threads > 1 && (pos[0] + 1) / ATTN_TILE >= ATTN_SPLIT_MIN_TILES * c->n_threads) {
+        } else if (q->ne1 == 1 && c->n_threads > 1 && keys0 / ATTN_TILE >= ATTN_SPLIT_MIN_TILES * c->n_threads) {
             per = group;
             n_split = (2 * c->n_threads + p->n_head_kv - 1) / p->n_head_kv;
         }
@@ -1090,6 +1138,8 @@ static const bk_device_ops cpu_ops = {
     .copy_rows = cpu_copy_rows,
     .attention = cpu_attention,
     .softcap = cpu_softcap,
+    .layer_norm = cpu_layer_norm,
+    .act = cpu_act,
     .moe_route = cpu_moe_route,
     .matmul_id = cpu_matmul_id,
     .moe_sum = cpu_moe_sum,

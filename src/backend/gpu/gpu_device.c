@@ -342,6 +342,8 @@ static brasa_status gpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, c
 
 static brasa_status gpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err) {
     gpu_impl *g = impl_of(dev);
+    if (act != BK_ACT_SILU && act != BK_ACT_GELU_TANH) /* the kernel knows these two */
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "glu: the GPU kernels have no activation %d yet", (int)act);
     GPU_TRY(on_device(dev, gate, "glu", err));
     GPU_TRY(on_device(dev, up, "glu", err));
     return launched(gk_glu(&g->ex, gate->data, floats(gate), up->data, floats(up), y->data, floats(y), gate->ne1, gate->ne0,
@@ -370,6 +372,8 @@ static brasa_status gpu_copy_rows(bk_device *dev, const bk_tensor *src, bk_tenso
 static brasa_status gpu_attention(bk_device *dev, const bk_tensor *q, const bk_tensor *k, const bk_tensor *v, const int32_t *pos,
                                   const bk_attention_params *p, bk_tensor *out, brasa_error *err) {
     gpu_impl *g = impl_of(dev);
+    if (p->bidirectional) /* the kernel takes each query's keys from its position */
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "attention: the GPU kernels have no bidirectional attention yet");
     const bool ring_ok = p->window > 0 && k->ne1 >= p->window;
     if (k->ne1 != v->ne1 || k->type != v->type || (k->type != QUANT_F32 && k->type != QUANT_F16))
         return err_set(err, BRASA_ERR_INTERNAL, "attention: key and value caches differ or are neither f32 nor f16");
