@@ -306,9 +306,9 @@ static void forget_if_empty(const char *models_dir, const library_name *n, const
     library_entries_free(entries, count);
 }
 
-/* Lists the repo on the hub, picks the model, downloads what the library lacks. for_opening: a
- * command wants to open it, so a split model (which brasa cannot open) is refused before any byte. */
-static int pull_from_hub(const char *models_dir, const library_name *asked, bool for_opening, bool show_progress,
+/* Lists the repo on the hub, picks the model, downloads what the library lacks (every part of a split
+ * model: brasa opens it from the first). */
+static int pull_from_hub(const char *models_dir, const library_name *asked, bool show_progress,
                          const char *announce, pull_result *out) {
     char why[512], endpoint[1024], token[4096], url[2048], shown[LIBRARY_NAME_TEXT_MAX + 1];
     library_name_format(asked, shown, sizeof shown);
@@ -350,13 +350,6 @@ static int pull_from_hub(const char *models_dir, const library_name *asked, bool
         return cli_fail("%s: %s", shown, err.message);
     }
     library_model *m = &listing.models[chosen];
-    if (for_opening && m->n_parts > 1) {
-        const int rc = cli_fail("%s: the model is split into %zu files, which brasa cannot open yet: `brasa pull` "
-                                "downloads it, then llama.cpp's `llama-gguf-split --merge FIRST-PART OUT.gguf` makes "
-                                "one file brasa opens", shown, m->n_parts);
-        library_listing_free(&listing);
-        return rc;
-    }
     /* stored as the hub spells the repo, under the quant the model's file names */
     library_name name = *asked;
     if (listing.id.owner[0] && same_nocase(listing.id.owner, asked->owner) && same_nocase(listing.id.repo, asked->repo)) {
@@ -491,16 +484,13 @@ const char *cli_model_path(const char *arg, char *out, size_t size) {
     bool found = false;
     int rc = from_library(models_dir, &n, offline, &found, &r);
     if (rc == CLI_OK && !found) {
-        rc = pull_from_hub(models_dir, &n, true, true, arg, &r);
+        rc = pull_from_hub(models_dir, &n, true, arg, &r);
         if (rc == CLI_OK && !plat_is_terminal(2)) {
             char bytes[32];
             format_bytes(r.model.size, bytes, sizeof bytes);
             fprintf(stderr, "brasa: pulled %s (%s, sha256 checked) to %s\n", arg, bytes, r.path);
         }
     }
-    if (rc == CLI_OK && r.model.n_parts > 1)
-        rc = cli_fail("%s: the model is split into %zu files, which brasa cannot open yet: llama.cpp's "
-                      "`llama-gguf-split --merge %s OUT.gguf` makes one file brasa opens", arg, r.model.n_parts, r.path);
     library_model_free(&r.model);
     if (rc != CLI_OK)
         return NULL;
@@ -564,7 +554,7 @@ int cmd_pull(int argc, char **argv) {
     pull_result r;
     memset(&r, 0, sizeof r);
     bool found = false;
-    int rc = offline ? from_library(models_dir, &n, offline, &found, &r) : pull_from_hub(models_dir, &n, false, !json, NULL, &r);
+    int rc = offline ? from_library(models_dir, &n, offline, &found, &r) : pull_from_hub(models_dir, &n, !json, NULL, &r);
     if (rc != CLI_OK)
         return rc;
     char shown[LIBRARY_NAME_TEXT_MAX + 1], bytes[32];
@@ -595,9 +585,6 @@ int cmd_pull(int argc, char **argv) {
                 bytes, r.model.n_parts, r.model.n_parts == 1 ? "" : "s", got, r.seconds,
                 r.seconds > 0 ? (double)r.downloaded / 1e6 / r.seconds : 0.0);
     }
-    if (r.model.n_parts > 1)
-        fprintf(stderr, "brasa: note: this model is split into %zu files, which brasa cannot open yet; llama.cpp's "
-                "`llama-gguf-split --merge %s OUT.gguf` makes one file that it opens\n", r.model.n_parts, r.path);
     library_model_free(&r.model);
     return fflush(stdout) == 0 ? CLI_OK : CLI_FAILED;
 }

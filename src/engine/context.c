@@ -313,7 +313,8 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         st = open_gpu(c, p.device, &c->gpu_info, gpu_name, sizeof gpu_name, err);
         /* an integrated GPU reads the weights where the file is mapped: a model near the size of
          * the machine's memory still loads, since it is not held twice */
-        if (st == BRASA_OK && c->gpu_dev && p.gpu_layers != BRASA_GPU_LAYERS_NONE && c->gpu_dev->ops->map_host)
+        if (st == BRASA_OK && c->gpu_dev && p.gpu_layers != BRASA_GPU_LAYERS_NONE && c->gpu_dev->ops->map_host &&
+            gguf_part_count(m->file) == 1) /* a split model's weights are in several mappings: copied */
             in_place = c->gpu_dev->ops->map_host(c->gpu_dev, gguf_image(m->file), (size_t)gguf_file_size(m->file));
         if (st == BRASA_OK)
             c->gpu_layers = offload_layers(hp, &m->weights, &p, plan.act_bytes, c->gpu_info.free_bytes,

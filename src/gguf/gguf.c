@@ -33,6 +33,9 @@ struct gguf_file {
     size_t n_kv, cap_kv;
     gguf_tensor *tensors;
     size_t n_tensors, cap_tensors;
+    struct gguf_file **parts; /* a split model's other files (gguf-split), whose tensors are listed above */
+    size_t n_parts;
+    uint64_t total_size;      /* every file's bytes */
 };
 
 /* ---- bounds-checked reading ---- */
@@ -505,7 +508,8 @@ static brasa_status open_parsed(gguf_file *f, gguf_file **out, brasa_error *err)
     return BRASA_OK;
 }
 
-brasa_status gguf_open(const char *path, gguf_file **out, brasa_error *err) {
+/* One file, mapped and parsed. */
+static brasa_status open_file(const char *path, gguf_file **out, brasa_error *err) {
     *out = NULL;
     gguf_file *f = calloc(1, sizeof *f);
     if (!f)
@@ -517,6 +521,92 @@ brasa_status gguf_open(const char *path, gguf_file **out, brasa_error *err) {
     }
     f->owns_map = true;
     return open_parsed(f, out, err);
+}
+
+/* A split model (llama.cpp's gguf-split): the first file, NAME-00001-of-0000N.gguf, holds the
+ * metadata and split.count; every file holds split.no and some of the tensors, each in its own data
+ * section. The other files are opened beside the first and their tensors listed after its own, so
+ * that the model reads as one file. */
+static brasa_status open_parts(gguf_file *f, const char *path, brasa_error *err) {
+    int32_t count = 1, no = 0, total = -1;
+    const bool split = gguf_get_i32(f, "split.count", &count);
+    gguf_get_i32(f, "split.no", &no);
+    if (!split || count == 1)
+        return BRASA_OK;
+    if (count < 1 || count > 99999 || no < 0 || no >= count)
+        return err_set(err, BRASA_ERR_FORMAT, "split.no %d and split.count %d do not make sense", no, count);
+    if (no != 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "this is part %d of %d of a split model: open the first part "
+                       "(...-00001-of-%05d.gguf)", no + 1, count, count);
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, "-00001-of-%05d.gguf", count);
+    const size_t len = strlen(path), slen = strlen(suffix);
+    if (len <= slen || strcmp(path + len - slen, suffix) != 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "the first part of a model split in %d files must be named "
+                       "NAME%s, as gguf-split names it, to find the others", count, suffix);
+    f->parts = calloc((size_t)count - 1, sizeof *f->parts);
+    char *part = malloc(len + 1);
+    if (!f->parts || !part) {
+        free(part);
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    }
+    brasa_status st = BRASA_OK;
+    for (int32_t k = 1; k < count && st == BRASA_OK; k++) {
+        memcpy(part, path, len - slen);
+        snprintf(part + len - slen, slen + 1, "-%05d-of-%05d.gguf", k + 1, count);
+        gguf_file *p = NULL;
+        brasa_error why;
+        st = open_file(part, &p, &why);
+        if (st != BRASA_OK) {
+            err_set(err, st, "part %d of %d, %s: %s", k + 1, count, part, why.message);
+            break;
+        }
+        f->parts[f->n_parts++] = p;
+        int32_t p_no = -1, p_count = -1;
+        if (!gguf_get_i32(p, "split.no", &p_no) || !gguf_get_i32(p, "split.count", &p_count) || p_no != k ||
+            p_count != count) {
+            st = err_set(err, BRASA_ERR_FORMAT, "%s: says it is part %d of %d, not part %d of %d", part, p_no + 1,
+                         p_count, k + 1, count);
+            break;
+        }
+        if (f->n_tensors + p->n_tensors > f->cap_tensors) {
+            const size_t cap = f->n_tensors + p->n_tensors;
+            gguf_tensor *t = realloc(f->tensors, cap * sizeof *t);
+            if (!t) {
+                st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+                break;
+            }
+            f->tensors = t;
+            f->cap_tensors = cap;
+        }
+        for (size_t i = 0; i < p->n_tensors && st == BRASA_OK; i++) {
+            if (gguf_find_tensor(f, p->tensors[i].name))
+                st = err_set(err, BRASA_ERR_FORMAT, "%s: tensor '%s' is also in an earlier part", part,
+                             p->tensors[i].name);
+            else
+                f->tensors[f->n_tensors++] = p->tensors[i];
+        }
+        p->n_tensors = 0; /* the names now belong to f */
+        f->total_size += p->map.size;
+    }
+    if (st == BRASA_OK && gguf_get_i32(f, "split.tensors.count", &total) && (size_t)total != f->n_tensors)
+        st = err_set(err, BRASA_ERR_FORMAT, "split.tensors.count says %d tensors, the %d parts hold %zu", total, count,
+                     f->n_tensors);
+    free(part);
+    return st;
+}
+
+brasa_status gguf_open(const char *path, gguf_file **out, brasa_error *err) {
+    gguf_file *f = NULL;
+    brasa_status st = open_file(path, &f, err);
+    if (st == BRASA_OK)
+        st = open_parts(f, path, err);
+    if (st != BRASA_OK) {
+        gguf_close(f);
+        return st;
+    }
+    *out = f;
+    return BRASA_OK;
 }
 
 brasa_status gguf_open_memory(const uint8_t *data, size_t size, gguf_file **out, brasa_error *err) {
@@ -540,13 +630,17 @@ void gguf_close(gguf_file *f) {
         free((char *)f->tensors[i].name);
     free(f->kvs);
     free(f->tensors);
+    for (size_t i = 0; i < f->n_parts; i++)
+        gguf_close(f->parts[i]);
+    free(f->parts);
     if (f->owns_map)
         plat_map_close(&f->map);
     free(f);
 }
 
 uint32_t gguf_version(const gguf_file *f) { return f->version; }
-uint64_t gguf_file_size(const gguf_file *f) { return f->map.size; }
+uint64_t gguf_file_size(const gguf_file *f) { return f->map.size + f->total_size; }
+size_t gguf_part_count(const gguf_file *f) { return f->n_parts + 1; }
 const void *gguf_image(const gguf_file *f) { return f->map.data; }
 uint32_t gguf_alignment(const gguf_file *f) { return f->alignment; }
 size_t gguf_kv_count(const gguf_file *f) { return f->n_kv; }

@@ -63,6 +63,8 @@ typedef struct gguf_tensor {
 
 typedef struct gguf_file gguf_file;
 
+/* A model split by gguf-split opens from its first part (NAME-00001-of-0000N.gguf): the other
+ * parts are opened beside it and their tensors listed with its own, each in its own mapping. */
 brasa_status gguf_open(const char *path, gguf_file **out, brasa_error *err);
 /* As gguf_open, on a GGUF image already in memory (a fuzzer's input, a test's fixture): the caller
  * keeps ownership of data, which must outlive the gguf_file since strings and tensors point into it. */
@@ -70,8 +72,11 @@ brasa_status gguf_open_memory(const uint8_t *data, size_t size, gguf_file **out,
 void gguf_close(gguf_file *f);
 
 uint32_t gguf_version(const gguf_file *f);
-uint64_t gguf_file_size(const gguf_file *f);
-/* The whole file image (the mapping, page-aligned, or the caller's buffer); gguf_file_size bytes. */
+uint64_t gguf_file_size(const gguf_file *f); /* every part's bytes */
+/* 1, or the number of files of a split model (whose tensors are then not all in gguf_image). */
+size_t gguf_part_count(const gguf_file *f);
+/* The (first) file's image (the mapping, page-aligned, or the caller's buffer); gguf_file_size bytes
+ * when the model is one file. */
 const void *gguf_image(const gguf_file *f);
 uint32_t gguf_alignment(const gguf_file *f);
 

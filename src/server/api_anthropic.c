@@ -349,6 +349,14 @@ static bool anthropic_parse(const api_endpoint *ep, const char *body, size_t len
                 return api_fail(message, size, param, "output_config", "out of memory", NULL);
         }
     }
+    /* server-side features of Anthropic's platform that would change the reply: refused, not ignored */
+    static const char *const platform_only[] = { "mcp_servers", "container", "context_management" };
+    for (size_t i = 0; i < sizeof platform_only / sizeof platform_only[0]; i++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, platform_only[i]);
+        if (f && !cJSON_IsNull(f))
+            return api_fail(message, size, param, platform_only[i],
+                            "'%s' is a feature of Anthropic's platform that a local server does not have", NULL);
+    }
     const cJSON *metadata = cJSON_GetObjectItemCaseSensitive(root, "metadata");
     if (metadata && !cJSON_IsNull(metadata) && !cJSON_IsObject(metadata))
         return api_fail(message, size, param, "metadata", "'%s' must be an object", NULL);

@@ -58,6 +58,19 @@ static bool parse_keep_alive(const cJSON *v, double *out) {
     return true;
 }
 
+/* Options that tune loading and threads: the server's flags decide them here, so they are taken as
+ * hints. */
+static const char *const load_hints[] = { "numa", "num_batch", "num_gpu", "main_gpu", "low_vram", "f16_kv",
+                                          "logits_all", "vocab_only", "use_mmap", "use_mlock", "embedding_only",
+                                          "num_thread", "num_keep", "penalize_newline" };
+
+static bool is_load_hint(const char *key) {
+    for (size_t i = 0; i < sizeof load_hints / sizeof load_hints[0]; i++)
+        if (strcmp(key, load_hints[i]) == 0)
+            return true;
+    return false;
+}
+
 /* options: the sampling ones into r, num_ctx and num_predict as limits, the load-time ones taken
  * as hints (this server's flags decide them), unsupported methods refused when turned on. */
 static bool parse_options(const cJSON *opts, api_request *r, char *message, size_t size, const char **param) {
@@ -65,9 +78,6 @@ static bool parse_options(const cJSON *opts, api_request *r, char *message, size
         return true;
     if (!cJSON_IsObject(opts))
         return api_fail(message, size, param, "options", "'%s' must be an object", NULL);
-    static const char *const hints[] = { "numa", "num_batch", "num_gpu", "main_gpu", "low_vram", "f16_kv", "logits_all",
-                                         "vocab_only", "use_mmap", "use_mlock", "embedding_only", "num_thread",
-                                         "num_keep", "penalize_newline" };
     static const struct { const char *key, *label; double off; } unsupported[] = {
         { "mirostat", "options.mirostat", 0 }, { "tfs_z", "options.tfs_z", 1 }, { "typical_p", "options.typical_p", 1 },
         { "mirostat_tau", NULL, 0 }, { "mirostat_eta", NULL, 0 },
@@ -77,9 +87,7 @@ static bool parse_options(const cJSON *opts, api_request *r, char *message, size
                                          "frequency_penalty" };
     const cJSON *o;
     cJSON_ArrayForEach(o, opts) {
-        bool ok = false;
-        for (size_t i = 0; !ok && i < sizeof hints / sizeof hints[0]; i++)
-            ok = strcmp(o->string, hints[i]) == 0;
+        bool ok = is_load_hint(o->string);
         for (size_t i = 0; !ok && i < sizeof known / sizeof known[0]; i++)
             ok = strcmp(o->string, known[i]) == 0;
         for (size_t i = 0; !ok && i < sizeof unsupported / sizeof unsupported[0]; i++) {
@@ -404,6 +412,21 @@ static bool ollama_parse_embed(const char *body, size_t len, api_embed_request *
     if (!parse_keep_alive(cJSON_GetObjectItemCaseSensitive(root, "keep_alive"), &r->keep_alive))
         return api_fail(message, size, param, "keep_alive",
                         "'%s' must be a duration (\"5m\", \"1h\", \"-1\") or a number of seconds", NULL);
+    /* an embedding takes no sampling options: only the load-time hints (and num_ctx, the context the
+     * model loads with, which the server's flags decide) */
+    const cJSON *opts = cJSON_GetObjectItemCaseSensitive(root, "options");
+    if (opts && !cJSON_IsNull(opts)) {
+        if (!cJSON_IsObject(opts))
+            return api_fail(message, size, param, "options", "'%s' must be an object", NULL);
+        const cJSON *o;
+        cJSON_ArrayForEach(o, opts) {
+            if (!is_load_hint(o->string) && strcmp(o->string, "num_ctx") != 0) {
+                snprintf(message, size, "'options.%.64s' does not apply to embeddings", o->string);
+                *param = "options";
+                return false;
+            }
+        }
+    }
     const cJSON *input = cJSON_GetObjectItemCaseSensitive(root, "input");
     if (cJSON_IsArray(input)) {
         const cJSON *item;

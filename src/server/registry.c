@@ -142,8 +142,9 @@ brasa_status reg_create(const reg_config *cfg, const char *const *paths, size_t 
             m->name[len - 5] = '\0';
         for (size_t k = 0; k + 1 < r->n; k++)
             if (strcmp(r->models[k].name, m->name) == 0) {
+                err_set(err, BRASA_ERR_INVALID_ARGUMENT, "two models are named '%s': rename one", m->name);
                 reg_free(r);
-                return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "two models are named '%s': rename one", m->name);
+                return BRASA_ERR_INVALID_ARGUMENT;
             }
         plat_file_info_of(m->path, &m->file);
         m->keep_alive = cfg->keep_alive;

@@ -14,7 +14,7 @@
 #include "brasa.h"
 #include "engine_check.h"
 
-enum { N_GEN = 24, MAX_PROMPT = 64 };
+enum { N_GEN = 24, MAX_PROMPT = 64, MAX_STEPS = 128 /* more than the context holds */ };
 
 typedef struct text_sink {
     char text[4096];
@@ -80,7 +80,7 @@ static int run_steps(brasa_context *ctx, int32_t seq, const brasa_token *p, size
                 break;
             }
             out[k++] = last->token;
-            if (last->done || brasa_seq_decode(ctx, seq, &last->token, 1, NULL, &err) != BRASA_OK)
+            if (last->done || k == MAX_STEPS || brasa_seq_decode(ctx, seq, &last->token, 1, NULL, &err) != BRASA_OK)
                 break;
         }
         CHECK(brasa_generation_count(g) == k, "count %d, steps %d", brasa_generation_count(g), k);
@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
     cp.n_seq = 1;
     CHECK(brasa_context_create(m, &cp, &alone, &err) == BRASA_OK, "%s", err.message);
     const char *prompt = "Once upon a time, in a small village,";
-    brasa_token p[MAX_PROMPT], want[N_GEN + 1], got[N_GEN + 8];
+    brasa_token p[MAX_PROMPT], want[N_GEN + 1], got[MAX_STEPS];
     size_t n = 0;
     CHECK(brasa_tokenize(m, prompt, strlen(prompt), BRASA_TOKENIZE_ADD_BOS, p, MAX_PROMPT, &n, &err) == BRASA_OK,
           "%s", err.message);

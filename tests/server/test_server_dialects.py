@@ -314,6 +314,9 @@ def check_bad_input(port, oa):
         expect(f"ollama bad generate {i} gets 400", st == 400 and isinstance(r.get("error"), str), f"{st} {r}")
     st, r, _ = raw(port, "POST", "/api/embed", {"model": "m", "input": [1.5]})
     expect("ollama bad embed input gets 400", st == 400 and "input" in r.get("error", ""), f"{st} {r}")
+    st, r, _ = raw(port, "POST", "/api/embed", {"model": "m", "input": "x", "options": {"temperature": 0.5}})
+    expect("ollama embed with a sampling option gets 400", st == 400 and "options.temperature" in r.get("error", ""),
+           f"{st} {r}")
     st, r, _ = raw(port, "GET", "/api/nothing")
     expect("an unknown /api/ path gets 404 in Ollama's shape", st == 404 and set(r) == {"error"}, f"{st} {r}")
     st, r, _ = raw(port, "GET", "/api/chat")
@@ -333,7 +336,8 @@ def check_bad_input(port, oa):
         dict(good, tools=[{"name": "f"}]), dict(good, tools=[{"type": "web_search_20250305", "name": "web_search"}]),
         dict(good, tool_choice={"type": "tool"}), dict(good, tool_choice="auto"), dict(good, system=5),
         dict(good, tools=[{"name": "f", "input_schema": {"type": "object"}}], tool_choice={"type": "tool", "name": "g"}),
-        dict(good, metadata="x"),
+        dict(good, metadata="x"), dict(good, mcp_servers=[{"type": "url", "url": "http://x", "name": "x"}]),
+        dict(good, output_config={"format": {"type": "json_object"}}), dict(good, output_config={"effort": "extreme"}),
     ]
     for i, body in enumerate(anthropic_bad):
         st, r, _ = raw(port, "POST", "/v1/messages", body, headers={"anthropic-version": "2023-06-01"})

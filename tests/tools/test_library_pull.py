@@ -43,9 +43,13 @@ COMMIT = "5d0f5a4e3c2b1a09f8e7d6c5b4a3928170605040"
 # ------------------------------------------------------------------------------- the models
 
 
-def tiny_llama(path, seed, name):
+def tiny_llama(path, seed, name, parts=1):
     """A valid one-layer llama model (random weights, float32) with a SentencePiece vocabulary of
-    control, byte-fallback and a few word tokens, so that any text tokenizes."""
+    control, byte-fallback and a few word tokens, so that any text tokenizes; its bytes. parts > 1:
+    written as llama.cpp's gguf-split writes a model (path is then a prefix: the files are
+    PREFIX-0000K-of-0000N.gguf, the metadata in the first, split.no, split.count and
+    split.tensors.count in each, the tensors shared out in order), the same weights for the same
+    seed; the files' bytes, a list."""
     import numpy as np
     from gguf import GGUFWriter, GGUFValueType as VT
 
@@ -59,44 +63,59 @@ def tiny_llama(path, seed, name):
     def mat(rows, cols):
         return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
 
-    w = GGUFWriter(str(path), "llama")
-    w.add_name(name)
-    w.add_uint32("llama.block_count", 1)
-    w.add_uint32("llama.context_length", 256)
-    w.add_uint32("llama.embedding_length", E)
-    w.add_uint32("llama.feed_forward_length", F)
-    w.add_uint32("llama.attention.head_count", H)
-    w.add_uint32("llama.attention.head_count_kv", KV)
-    w.add_uint32("llama.rope.dimension_count", D)
-    w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
-    w.add_float32("llama.rope.freq_base", 10000.0)
-    w.add_uint32("llama.vocab_size", n_vocab)
-    w.add_string("tokenizer.ggml.model", "llama")
-    w.add_key_value("tokenizer.ggml.tokens", tokens, VT.ARRAY, sub_type=VT.STRING)
-    w.add_key_value("tokenizer.ggml.scores", scores, VT.ARRAY, sub_type=VT.FLOAT32)
-    w.add_key_value("tokenizer.ggml.token_type", types, VT.ARRAY, sub_type=VT.INT32)
-    w.add_uint32("tokenizer.ggml.unknown_token_id", 0)
-    w.add_uint32("tokenizer.ggml.bos_token_id", 1)
-    w.add_uint32("tokenizer.ggml.eos_token_id", 2)
-    w.add_bool("tokenizer.ggml.add_bos_token", True)
-    w.add_tensor("token_embd.weight", mat(n_vocab, E))
-    w.add_tensor("blk.0.attn_norm.weight", np.ones(E, dtype=np.float32))
-    w.add_tensor("blk.0.attn_q.weight", mat(H * D, E))
-    w.add_tensor("blk.0.attn_k.weight", mat(KV * D, E))
-    w.add_tensor("blk.0.attn_v.weight", mat(KV * D, E))
-    w.add_tensor("blk.0.attn_output.weight", mat(E, H * D))
-    w.add_tensor("blk.0.ffn_norm.weight", np.ones(E, dtype=np.float32))
-    w.add_tensor("blk.0.ffn_gate.weight", mat(F, E))
-    w.add_tensor("blk.0.ffn_up.weight", mat(F, E))
-    w.add_tensor("blk.0.ffn_down.weight", mat(E, F))
-    w.add_tensor("output_norm.weight", np.ones(E, dtype=np.float32))
-    w.add_tensor("output.weight", mat(n_vocab, E))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    with open(path, "rb") as f:
-        return f.read()
+    def metadata(w):
+        w.add_name(name)
+        w.add_uint32("llama.block_count", 1)
+        w.add_uint32("llama.context_length", 256)
+        w.add_uint32("llama.embedding_length", E)
+        w.add_uint32("llama.feed_forward_length", F)
+        w.add_uint32("llama.attention.head_count", H)
+        w.add_uint32("llama.attention.head_count_kv", KV)
+        w.add_uint32("llama.rope.dimension_count", D)
+        w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+        w.add_float32("llama.rope.freq_base", 10000.0)
+        w.add_uint32("llama.vocab_size", n_vocab)
+        w.add_string("tokenizer.ggml.model", "llama")
+        w.add_key_value("tokenizer.ggml.tokens", tokens, VT.ARRAY, sub_type=VT.STRING)
+        w.add_key_value("tokenizer.ggml.scores", scores, VT.ARRAY, sub_type=VT.FLOAT32)
+        w.add_key_value("tokenizer.ggml.token_type", types, VT.ARRAY, sub_type=VT.INT32)
+        w.add_uint32("tokenizer.ggml.unknown_token_id", 0)
+        w.add_uint32("tokenizer.ggml.bos_token_id", 1)
+        w.add_uint32("tokenizer.ggml.eos_token_id", 2)
+        w.add_bool("tokenizer.ggml.add_bos_token", True)
+
+    tensors = [("token_embd.weight", mat(n_vocab, E)),
+               ("blk.0.attn_norm.weight", np.ones(E, dtype=np.float32)),
+               ("blk.0.attn_q.weight", mat(H * D, E)),
+               ("blk.0.attn_k.weight", mat(KV * D, E)),
+               ("blk.0.attn_v.weight", mat(KV * D, E)),
+               ("blk.0.attn_output.weight", mat(E, H * D)),
+               ("blk.0.ffn_norm.weight", np.ones(E, dtype=np.float32)),
+               ("blk.0.ffn_gate.weight", mat(F, E)),
+               ("blk.0.ffn_up.weight", mat(F, E)),
+               ("blk.0.ffn_down.weight", mat(E, F)),
+               ("output_norm.weight", np.ones(E, dtype=np.float32)),
+               ("output.weight", mat(n_vocab, E))]
+    files = [str(path)] if parts == 1 else [f"{path}-{k + 1:05d}-of-{parts:05d}.gguf" for k in range(parts)]
+    share = (len(tensors) + parts - 1) // parts
+    out = []
+    for k, file in enumerate(files):
+        w = GGUFWriter(file, "llama")
+        if k == 0:
+            metadata(w)
+        if parts > 1:
+            w.add_uint16("split.no", k)
+            w.add_uint16("split.count", parts)
+            w.add_int32("split.tensors.count", len(tensors))
+        for n, t in tensors[k * share:(k + 1) * share]:
+            w.add_tensor(n, t)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        with open(file, "rb") as f:
+            out.append(f.read())
+    return out[0] if parts == 1 else out
 
 
 # ------------------------------------------------------------------------------- the hub
@@ -261,9 +280,8 @@ def run_checks(brasa, tmp):
     q4 = tiny_llama(os.path.join(models_src, "a.gguf"), 1, "tiny Q4_K_M")
     q8 = tiny_llama(os.path.join(models_src, "b.gguf"), 2, "tiny Q8_0")
     other = [tiny_llama(os.path.join(models_src, f"c{i}.gguf"), 3 + i, f"tiny {i}") for i in range(5)]
-    big = other[0]
-    third = (len(big) + 2) // 3
-    split = [big[k * third:(k + 1) * third] for k in range(3)]
+    split = tiny_llama(os.path.join(models_src, "split"), 3, "tiny 0", parts=3)  # other[0]'s weights, in 3 files
+    big = b"".join(split)
 
     hub = Hub()
     hub.add("test/tiny-GGUF", {"tiny-Q4_K_M.gguf": q4, "tiny-Q8_0.gguf": q8, "README.md": b"# tiny\n",
@@ -340,12 +358,36 @@ def run_checks(brasa, tmp):
     expect("downloads ask for the listed commit", any(COMMIT in r[0] for r in hub.seen("/resolve/")), hub.requests[-3:])
 
     # ---- split models
-    rc, out, err = check("pull a split model", ["pull", "test/split-GGUF:Q8_0"], 0, "split into 3 files")
+    rc, out, err = check("pull a split model", ["pull", "test/split-GGUF:Q8_0"], 0, "in 3 files")
     parts = [in_library("split-GGUF", "Q8_0", f"split-Q8_0-{k + 1:05d}-of-00003.gguf") for k in range(3)]
     expect("every part is there, in order", all(os.path.exists(p) for p in parts)
            and b"".join(open(p, "rb").read() for p in parts) == big)
     expect("pull prints the first part", out.strip() == parts[0], out)
-    check("a command refuses a split model by name", ["info", "test/split-GGUF:Q8_0"], 1, "split into 3 files")
+    rc, out, err = check("a split model opens by name", ["info", "test/split-GGUF:Q8_0", "--json"], 0)
+    whole = os.path.join(models_src, "c0.gguf")
+    rc2, out2, _ = check("its unsplit twin opens", ["info", whole, "--json"], 0)
+    try:
+        a, b = json.loads(out), json.loads(out2)
+        same = a.get("n_params") == b.get("n_params") and a.get("n_params") and a.get("n_tensors") == \
+            b.get("n_tensors") == 12
+    except ValueError:
+        same = False
+    expect("the split model has its twin's tensors", same, out[:300])
+    greedy = ["run", "-p", "hello world", "-n", "8", "--temp", "0", "--threads", "1"]
+    rc, split_text, _ = check("a split model runs", greedy[:1] + ["-m", "test/split-GGUF:Q8_0"] + greedy[1:], 0)
+    rc, whole_text, _ = check("its twin runs", greedy[:1] + ["-m", whole] + greedy[1:], 0)
+    expect("the same greedy text from the split model and the whole one", split_text == whole_text and split_text,
+           f"{split_text!r} vs {whole_text!r}")
+    check("a later part alone is refused, naming the first", ["info", parts[1]], 1, "open the first part")
+    renamed = os.path.join(tmp, "renamed.gguf")
+    shutil.copy(parts[0], renamed)
+    check("a first part not named as gguf-split names it is refused", ["info", renamed], 1, "must be named")
+    lonely = os.path.join(tmp, "lonely-00001-of-00003.gguf")
+    shutil.copy(parts[0], lonely)
+    check("a missing part is an error naming it", ["info", lonely], 1, "lonely-00002-of-00003.gguf")
+    shutil.copy(parts[1], os.path.join(tmp, "lonely-00002-of-00003.gguf"))
+    shutil.copy(parts[1], os.path.join(tmp, "lonely-00003-of-00003.gguf"))
+    check("a part that says it is another is refused", ["info", lonely], 1, "not part 3 of 3")
 
     # ---- a dropped connection, and a pull interrupted earlier
     rc, out, err = check("a connection dropped mid-file is resumed", ["pull", "test/flaky-GGUF"], 0, "resuming")
