@@ -544,7 +544,7 @@ static brasa_status open_parts(gguf_file *f, const char *path, brasa_error *err)
     if (len <= slen || strcmp(path + len - slen, suffix) != 0)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "the first part of a model split in %d files must be named "
                        "NAME%s, as gguf-split names it, to find the others", count, suffix);
-    f->parts = calloc((size_t)count - 1, sizeof *f->parts);
+    f->parts = calloc((size_t)count - 1, sizeof(gguf_file *));
     char *part = malloc(len + 1);
     if (!f->parts || !part) {
         free(part);
@@ -557,8 +557,9 @@ static brasa_status open_parts(gguf_file *f, const char *path, brasa_error *err)
         gguf_file *p = NULL;
         brasa_error why;
         st = open_file(part, &p, &why);
-        if (st != BRASA_OK) {
-            err_set(err, st, "part %d of %d, %s: %s", k + 1, count, part, why.message);
+        if (st != BRASA_OK || !p) {
+            st = err_set(err, st != BRASA_OK ? st : BRASA_ERR_IO, "part %d of %d, %s: %s", k + 1, count, part,
+                         why.message);
             break;
         }
         f->parts[f->n_parts++] = p;
@@ -599,7 +600,7 @@ static brasa_status open_parts(gguf_file *f, const char *path, brasa_error *err)
 brasa_status gguf_open(const char *path, gguf_file **out, brasa_error *err) {
     gguf_file *f = NULL;
     brasa_status st = open_file(path, &f, err);
-    if (st == BRASA_OK)
+    if (st == BRASA_OK && f)
         st = open_parts(f, path, err);
     if (st != BRASA_OK) {
         gguf_close(f);
