@@ -315,7 +315,9 @@ static bool slice(jctx *cx, const jnode *at, jv obj, jv start, jv stop, jv step,
 
 static bool is_num(jv v) { return v.type == JV_INT || v.type == JV_FLOAT || v.type == JV_BOOL; }
 static double num_d(jv v) { return v.type == JV_FLOAT ? v.u.f : v.type == JV_INT ? (double)v.u.i : (double)v.u.b; }
-static int64_t num_i(jv v) { return v.type == JV_INT ? v.u.i : (int64_t)v.u.b; }
+/* An integer operand's value; 0 for a float, whose integer value is never used (reading the bool
+ * member of a float's union would be undefined: found by fuzz_template). */
+static int64_t num_i(jv v) { return v.type == JV_INT ? v.u.i : v.type == JV_BOOL ? (int64_t)v.u.b : 0; }
 
 static bool type_error(jctx *cx, const jnode *at, const char *op, jv a, jv b) {
     if (a.type == JV_UNDEF)
