@@ -79,18 +79,14 @@ static bool translate_message(const cJSON *m, int i, cJSON *out, char *message, 
             break;
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(block, "type");
         const char *t = cJSON_IsString(type) ? type->valuestring : "";
-        if (strcmp(t, "text") == 0) {
-            const cJSON *s = cJSON_GetObjectItemCaseSensitive(block, "text");
-            if (!cJSON_IsString(s))
-                ok = bad_block(message, size, param, i, "a text block needs a string 'text'");
-            else
-                ok = buf_append(&text, s->valuestring, strlen(s->valuestring));
-        } else if (strcmp(t, "thinking") == 0 && assistant) {
-            const cJSON *s = cJSON_GetObjectItemCaseSensitive(block, "thinking");
-            if (!cJSON_IsString(s))
-                ok = bad_block(message, size, param, i, "a thinking block needs a string 'thinking'");
-            else
-                ok = buf_append(&thinking, s->valuestring, strlen(s->valuestring));
+        if (strcmp(t, "text") == 0 || (strcmp(t, "thinking") == 0 && assistant)) {
+            /* a text or thinking block: its string field of the same name, gathered with the others */
+            const cJSON *str = cJSON_GetObjectItemCaseSensitive(block, t);
+            char why[64];
+            snprintf(why, sizeof why, "a %s block needs a string '%s'", t, t);
+            ok = cJSON_IsString(str) ? buf_append(strcmp(t, "text") == 0 ? &text : &thinking, str->valuestring,
+                                                  strlen(str->valuestring))
+                                     : bad_block(message, size, param, i, why);
         } else if (strcmp(t, "redacted_thinking") == 0 && assistant) {
             continue; /* another model's encrypted thinking: nothing this one can read */
         } else if (strcmp(t, "tool_use") == 0 && assistant) {
