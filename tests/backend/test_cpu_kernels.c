@@ -434,6 +434,68 @@ int main(void) {
         free(h2);
         free(fv);
     }
+    /* the gated activations: every path gives the scalar twin's bits (ragged lengths, with and
+     * without the up projection, special values), and the twin is the functions themselves: within
+     * 4e-7 relative (+1e-37) of the same formula through the C library's expf, and of the double
+     * precision SiLU and tanh-form GELU within 1e-5 for |v| < 4 */
+    {
+        enum { NG = 4099 };
+        float *g = malloc(NG * sizeof *g), *u = malloc(NG * sizeof *u), *y0 = malloc(NG * sizeof *y0),
+              *y1 = malloc(NG * sizeof *y1);
+        for (int i = 0; i < NG; i++) {
+            g[i] = (float)(i % 3 == 0 ? 40.0 * rnd_unit() : i % 3 == 1 ? 6.0 * rnd_unit() : 120.0 * rnd_unit());
+            u[i] = rnd_unit();
+        }
+        const float special[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 87.5f, -87.5f, 88.5f, -88.5f, 1e-40f, -1e-40f, 1e30f, -1e30f };
+        memcpy(g, special, sizeof special);
+        for (int kind = CPU_GLU_SILU; kind <= CPU_GLU_GELU_TANH; kind++) {
+            int bad_twin = 0, bad_ref = 0;
+            for (int i = 0; i < NG; i++) {
+                float one;
+                cpu_glu_scalar((cpu_glu_kind)kind, g + i, NULL, &one, 1);
+                const float v = g[i];
+                const float arg = kind == CPU_GLU_SILU ? -v : -v * fmaf(0.0713548162726008f, v * v, 1.5957691216057308f);
+                const float libm = v / (1.0f + expf(arg));
+                if (isnan(v) ? !isnan(one) : (isinf(v) || fabsf(arg) > 87.0f) ? false : fabsf(one - libm) > 4e-7f * fabsf(libm) + 1e-37f)
+                    bad_twin++;
+                if (fabs((double)v) < 4.0) { /* beyond, the float argument's own rounding (|arg| ulps) shows */
+                    const double dv = v, exact = kind == CPU_GLU_SILU ? dv / (1.0 + exp(-dv))
+                                                                      : 0.5 * dv * (1.0 + tanh(0.7978845608028654 * (dv + 0.044715 * dv * dv * dv)));
+                    bad_ref += fabs((double)one - exact) > 1e-5 * fabs(exact) + 1e-30;
+                }
+            }
+            if (bad_twin || bad_ref) {
+                failed++;
+                printf("FAIL glu kind %d: %d values off the C library's exp, %d off the exact function\n", kind, bad_twin, bad_ref);
+            } else {
+                passed++;
+            }
+            for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+                if (!all[p] || !all_ok[p])
+                    continue;
+                int differ = 0;
+                for (int with_up = 0; with_up < 2; with_up++)
+                    for (int n = 1; n <= 40; n += 3) { /* ragged: the vectors and their tails */
+                        for (int i0 = 0; i0 + n <= NG; i0 += n + 97) {
+                            cpu_glu_scalar((cpu_glu_kind)kind, g + i0, with_up ? u + i0 : NULL, y0 + i0, n);
+                            all[p]->glu((cpu_glu_kind)kind, g + i0, with_up ? u + i0 : NULL, y1 + i0, n);
+                            for (int i = i0; i < i0 + n; i++)
+                                differ += !(isnan(y0[i]) && isnan(y1[i])) && f32_bits(y0[i]) != f32_bits(y1[i]);
+                        }
+                    }
+                if (differ) {
+                    failed++;
+                    printf("FAIL %s glu kind %d: %d values differ from the scalar twin\n", all[p]->name, kind, differ);
+                } else {
+                    passed++;
+                }
+            }
+        }
+        free(g);
+        free(u);
+        free(y0);
+        free(y1);
+    }
     /* attention's run kernels over an f16 cache: the f32 ones' bits on the converted rows */
     for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
         if (!all[p] || !all_ok[p] || !all[p]->dot_rows_f16 || !all[p]->axpy_rows_f16)

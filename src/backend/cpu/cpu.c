@@ -766,15 +766,20 @@ typedef struct glu_job {
     const bk_tensor *gate, *up; /* up NULL: y = act(gate) alone */
     bk_tensor *y;
     bk_act act;
+    const cpu_kernels *k;
 } glu_job;
 
-static float activation(bk_act act, float v) {
-    switch (act) {
-    case BK_ACT_SILU: return v / (1.0f + expf(-v));
-    case BK_ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-    case BK_ACT_GELU_ERF: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+/* y = act(g) * u (u NULL: act(g)) over n values: the path's vectors for SiLU and GELU's tanh form,
+ * the C library's erf for the exact GELU (BERT's, outside any decoder's hot loop). */
+static void glu_run(const glu_job *j, const float *g, const float *u, float *y, int64_t n) {
+    if (j->act != BK_ACT_GELU_ERF) {
+        j->k->glu(j->act == BK_ACT_SILU ? CPU_GLU_SILU : CPU_GLU_GELU_TANH, g, u, y, n);
+        return;
     }
-    return v;
+    for (int64_t i = 0; i < n; i++) {
+        const float a = 0.5f * g[i] * (1.0f + erff(g[i] * 0.70710678118654752f));
+        y[i] = u ? a * u[i] : a;
+    }
 }
 
 /* Thread ith's share of the elements, row-major over all tokens: each value stands alone. */
@@ -786,15 +791,9 @@ static void glu_part(void *ctx, int ith, int nth) {
     for (int64_t e = lo; e < hi;) {
         const int64_t t = e / n, i0 = e % n, i1 = hi - t * n < n ? hi - t * n : n;
         const float *g = (const float *)((const char *)j->gate->data + (size_t)t * j->gate->row_bytes);
+        const float *u = j->up ? (const float *)((const char *)j->up->data + (size_t)t * j->up->row_bytes) : NULL;
         float *yr = (float *)((char *)j->y->data + (size_t)t * j->y->row_bytes);
-        if (j->up) {
-            const float *u = (const float *)((const char *)j->up->data + (size_t)t * j->up->row_bytes);
-            for (int64_t i = i0; i < i1; i++)
-                yr[i] = activation(j->act, g[i]) * u[i];
-        } else {
-            for (int64_t i = i0; i < i1; i++)
-                yr[i] = activation(j->act, g[i]);
-        }
+        glu_run(j, g + i0, u ? u + i0 : NULL, yr + i0, i1 - i0);
         e = t * n + i1;
     }
 }
@@ -806,7 +805,7 @@ static void glu_part(void *ctx, int ith, int nth) {
 static brasa_status cpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err) {
     (void)err;
     cpu_impl *c = dev->impl;
-    glu_job job = { gate, up, y, act };
+    glu_job job = { gate, up, y, act, c->k };
     if (gate->ne0 * gate->ne1 >= GLU_PARALLEL_MIN)
         pool_run(c->pool, glu_part, &job);
     else
@@ -817,7 +816,7 @@ static brasa_status cpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tens
 static brasa_status cpu_act(bk_device *dev, const bk_tensor *x, bk_act act, bk_tensor *y, brasa_error *err) {
     (void)err;
     cpu_impl *c = dev->impl;
-    glu_job job = { x, NULL, y, act };
+    glu_job job = { x, NULL, y, act, c->k };
     if (x->ne0 * x->ne1 >= GLU_PARALLEL_MIN)
         pool_run(c->pool, glu_part, &job);
     else

@@ -47,6 +47,14 @@ void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]);
 /* A 256-value block's per-token products of d, s and bsums the kernels read (ms, ds, off16), set
  * once d, s and bsums are; shared by every quantizer, so every path has the same bits. */
 void cpu_q8_256_products(act_q8_256 *a);
+/* The gated activations the paths vectorize. GELU is its tanh form, written as v * sigmoid(2u)
+ * (the same function: (1 + tanh u) / 2 = 1 / (1 + exp(-2u))), so both need only exp. */
+typedef enum cpu_glu_kind { CPU_GLU_SILU, CPU_GLU_GELU_TANH } cpu_glu_kind;
+/* y[i] = act(g[i]) * u[i] (u NULL: act(g[i])), scalar. exp is brasa's own: a clamp to [-87, 88],
+ * n = rint(x log2 e), x - n ln 2 in two fused steps, a degree-7 polynomial by fused steps, times
+ * 2^n; within 2 ulp of the true exp, and made of correctly rounded steps (fused multiply-add,
+ * division) that every path's vectors repeat in the same order, so every path gives these bits. */
+void cpu_glu_scalar(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n);
 /* The scalar half-precision conversions (core/f16.h in a loop), for paths without their own. */
 void cpu_f16_from_f32(const float *x, uint16_t *y, int64_t n);
 void cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n);
@@ -70,6 +78,8 @@ typedef struct cpu_kernels {
      * of 8: bit for bit the f32 ones on the converted rows. NULL: the backend converts each tile. */
     void (*dot_rows_f16)(const float *q, const uint16_t *x, size_t xs, int n, int64_t n_el, float *out);
     void (*axpy_rows_f16)(float *y, const float *a, const uint16_t *x, size_t xs, int n, int64_t n_el);
+    /* cpu_glu_scalar, bit for bit; never NULL */
+    void (*glu)(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n);
     /* the activation quantizers above, bit for bit; never NULL */
     void (*quantize_q8_32)(const float *x, act_q8_32 *out, int64_t n);
     void (*quantize_q8_256)(const float *x, act_q8_256 *out, int64_t n);
