@@ -1,7 +1,8 @@
 /* cmd_bench.c: `brasa bench`: prompt processing (ppN) and token generation (tgN) speed in tokens/s,
  * mean ± standard deviation over repetitions after a warm-up, swept over lists of sizes and thread
- * counts, held against the machine's measured memory bandwidth. Load and tokenization are not
- * timed; tokens are random ids (seeded), as llama-bench does. */
+ * counts, held against the machine's limits: decode against its memory bandwidth, prefill against
+ * its kernels' integer product peak (both measured once and kept in the cache). Load and
+ * tokenization are not timed; tokens are random ids (seeded), as llama-bench does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +10,19 @@
 #include "cli.h"
 #include "platform/platform.h"
 #include "tools/devices.h"
+#include "tools/measured.h"
 
 static const char usage[] =
     "Usage: brasa bench -m MODEL [-p LIST] [-n LIST] [-s LIST] [-r N] [-t LIST] [-b N] [--kv-type T]\n"
-    "                   [--device DEV] [--gpu-layers N|auto|all] [--json-schema FILE] [--json]\n"
+    "                   [--device DEV] [--gpu-layers N|auto|all] [--json-schema FILE] [--remeasure]\n"
+    "                   [--json]\n"
     "\n"
     "Measures prompt processing (ppN: N prompt tokens at once) and token generation (tgN: N tokens\n"
     "one at a time) in tokens/s, as mean ± sd over N repetitions after a warm-up. LISTs are\n"
-    "comma-separated and swept (-p 128,512 -t 1,2). Decode is also shown as a share of the measured\n"
-    "memory bandwidth (weight bytes read per token / bandwidth).\n"
+    "comma-separated and swept (-p 128,512 -t 1,2). Decode is also shown as a share of its limit, the\n"
+    "measured memory bandwidth / weight bytes read per token; prefill as a share of its own, the\n"
+    "measured int8 multiply-add peak of the CPU kernels / multiply-adds per token in the layers'\n"
+    "products. Both figures are measured once and kept in the cache directory.\n"
     "\n"
     "  -m, --model FILE   the GGUF model\n"
     "  -p LIST            prompt sizes (default 512; 0 skips)\n"
@@ -33,6 +38,7 @@ static const char usage[] =
     "  --json-schema FILE also time generation with sampling (tgN sampled: temperature 0.8, top-k 40)\n"
     "                     and with sampling held to this JSON Schema (tgN schema), alternating\n"
     "                     the two in each repetition: what grammar-constrained output costs\n"
+    "  --remeasure        measure the bandwidth and the int8 peak again (and keep the new figures)\n"
     "  --json             one JSON document on standard output\n";
 
 #define MAX_LIST 16
@@ -158,7 +164,7 @@ int cmd_bench(int argc, char **argv) {
     const char *model_path = NULL;
     int_list pp = { { 512 }, 1 }, tg = { { 128 }, 1 }, seqs = { { 1 }, 1 }, threads = { { brasa_cpu_count() }, 1 };
     int64_t reps = 5;
-    bool json = false;
+    bool json = false, remeasure = false;
     int32_t kv_type = BRASA_KV_F16;
     int64_t batch = 0;
     const char *device = NULL;
@@ -171,6 +177,8 @@ int cmd_bench(int argc, char **argv) {
             return CLI_OK;
         } else if (strcmp(a, "--json") == 0) {
             json = true;
+        } else if (strcmp(a, "--remeasure") == 0) {
+            remeasure = true;
         } else if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) {
             if (!v)
                 return cli_usage_error("bench", usage, "%s needs a FILE", a);
@@ -350,10 +358,10 @@ int cmd_bench(int argc, char **argv) {
         brasa_context_free(c);
     }
     if (tty)
-        fprintf(stderr, "\r%60s\rmeasuring memory bandwidth...", "");
-    double bandwidth = 0.0;
+        fprintf(stderr, "\r%60s\rbandwidth and int8 peak (from the cache, or measured)...", "");
+    double bandwidth = 0.0, int8_peak = 0.0;
     const bool on_gpu = strncmp(backend, "cpu", 3) != 0;
-    char bandwidth_source[160] = "measured";
+    char bandwidth_source[160] = "measured", peak_source[200] = "measured", peak_path[32] = "";
     if (on_gpu) {
         /* a GPU's limit is its memory's: the specification of the card the runtime names */
         devtab *table = devtab_create();
@@ -365,8 +373,24 @@ int cmd_bench(int argc, char **argv) {
             snprintf(bandwidth_source, sizeof bandwidth_source, "unknown: this GPU is not in the device table");
         }
         devtab_free(table);
-    } else if (rc == CLI_OK && brasa_measure_memory_bandwidth(0, &bandwidth, &err) != BRASA_OK) {
-        rc = cli_fail("%s", err.message);
+        snprintf(peak_source, sizeof peak_source, "unknown: the products run on the GPU, where no CPU peak applies");
+    } else if (rc == CLI_OK) {
+        const char *kernels = backend + 4; /* "cpu/NAME": the kernels, which key the cached figures */
+        measured_bandwidth mb;
+        measured_peak mp;
+        if (measured_memory_bandwidth(kernels, remeasure, &mb, &err) != BRASA_OK) {
+            rc = cli_fail("%s", err.message);
+        } else {
+            bandwidth = mb.gbs;
+            snprintf(bandwidth_source, sizeof bandwidth_source, "%s", mb.from_cache ? "cached" : "measured");
+        }
+        if (rc == CLI_OK && measured_int8_peak(kernels, remeasure, &mp, &err) == BRASA_OK) {
+            int8_peak = mp.macs_per_second;
+            snprintf(peak_path, sizeof peak_path, "%s", mp.path);
+            snprintf(peak_source, sizeof peak_source, "%s", mp.from_cache ? "cached" : "measured");
+        } else if (rc == CLI_OK) {
+            snprintf(peak_source, sizeof peak_source, "unknown: %.180s", err.message);
+        }
     }
     if (tty)
         fprintf(stderr, "\r%60s\r", "");
@@ -377,14 +401,18 @@ int cmd_bench(int argc, char **argv) {
     brasa_cpu_features(features, sizeof features);
     const double gb_per_token = (double)d.weight_bytes_per_token / 1e9;
     const double limit = gb_per_token > 0 ? bandwidth / gb_per_token : 0.0;
+    /* prefill's limit: the layers' products only (brasa_model_desc.macs_per_token says what is left out) */
+    const double macs_per_token = (double)d.macs_per_token;
+    const double prefill_limit = int8_peak > 0 && macs_per_token > 0 ? int8_peak / macs_per_token : 0.0;
     const double peak_mb = (double)brasa_peak_memory_bytes() / 1e6;
     if (json) {
         printf("{\"model\": ");
         json_cstr(stdout, model_path);
         printf(", \"architecture\": ");
         json_cstr(stdout, d.architecture);
-        printf(", \"n_params\": %lld, \"file_bytes\": %llu, \"weight_bytes_per_token\": %llu, \"backend\": ",
-               (long long)d.n_params, (unsigned long long)d.file_bytes, (unsigned long long)d.weight_bytes_per_token);
+        printf(", \"n_params\": %lld, \"file_bytes\": %llu, \"weight_bytes_per_token\": %llu, \"macs_per_token\": %lld, "
+               "\"backend\": ", (long long)d.n_params, (unsigned long long)d.file_bytes,
+               (unsigned long long)d.weight_bytes_per_token, (long long)d.macs_per_token);
         json_cstr(stdout, backend);
         printf(", \"gpu_layers\": %d, \"n_layer\": %d, \"tuned_choices\": %d, \"kv_type\": \"%s\", \"cpu_features\": ",
                gpu_layers_used, d.n_layer, tuned, kv_type == BRASA_KV_F32 ? "f32" : "f16");
@@ -392,6 +420,15 @@ int cmd_bench(int argc, char **argv) {
         printf(", \"repetitions\": %lld, \"bandwidth\": {\"gb_per_second\": %.3f, \"decode_limit_tokens_per_second\": %.3f, "
                "\"source\": ", (long long)reps, bandwidth, limit);
         json_cstr(stdout, bandwidth_source);
+        printf("}, \"int8_peak\": {\"macs_per_second\": ");
+        if (int8_peak > 0) {
+            printf("%.0f, \"prefill_limit_tokens_per_second\": %.3f, \"path\": ", int8_peak, prefill_limit);
+            json_cstr(stdout, peak_path);
+        } else {
+            printf("null, \"prefill_limit_tokens_per_second\": null, \"path\": null");
+        }
+        printf(", \"source\": ");
+        json_cstr(stdout, peak_source);
         printf("}");
         printf(", \"peak_memory_bytes\": %llu, \"results\": [", (unsigned long long)brasa_peak_memory_bytes());
         for (int i = 0; i < n_results; i++) {
@@ -402,6 +439,8 @@ int cmd_bench(int argc, char **argv) {
             printf(", \"tokens_per_second\": {\"mean\": %.4f, \"sd\": %.4f}", r->mean, r->sd);
             if (r->test[0] == 't' && limit > 0) /* of the weights read once per step, for all sequences */
                 printf(", \"bandwidth_share\": %.4f", r->mean / r->sequences / limit);
+            if (r->test[0] == 'p' && prefill_limit > 0)
+                printf(", \"compute_share\": %.4f", r->mean / prefill_limit);
             printf("}");
         }
         printf("]}\n");
@@ -416,6 +455,12 @@ int cmd_bench(int argc, char **argv) {
                    gpu_layers_used, d.n_layer, tuned);
         printf("memory     %.1f GB/s read bandwidth (%s); %.1f MB of weights per token: decode limit %.1f tokens/s\n",
                bandwidth, bandwidth_source, gb_per_token * 1e3, limit);
+        if (int8_peak > 0)
+            printf("compute    %.1f G int8 multiply-adds/s (%s, %s); %.3g G per token in the layers' products: prefill "
+                   "limit %.0f tokens/s\n", int8_peak / 1e9, peak_path, peak_source, macs_per_token / 1e9, prefill_limit);
+        else
+            printf("compute    int8 peak %s; %.3g G multiply-adds per token in the layers' products\n", peak_source,
+                   macs_per_token / 1e9);
         printf("\n| %-13s | %7s | %20s | %16s |\n", "test", "threads", "tokens/s", "share of limit");
         printf("|---------------|---------|----------------------|------------------|\n");
         for (int i = 0; i < n_results; i++) {
@@ -423,6 +468,8 @@ int cmd_bench(int argc, char **argv) {
             char share[32] = "";
             if (r->test[0] == 't' && limit > 0)
                 snprintf(share, sizeof share, "%.0f%%", 100.0 * r->mean / r->sequences / limit);
+            else if (r->test[0] == 'p' && prefill_limit > 0)
+                snprintf(share, sizeof share, "%.0f%%", 100.0 * r->mean / prefill_limit);
             char speed[32], name[48];
             snprintf(speed, sizeof speed, "%.2f ± %.2f", r->mean, r->sd);
             if (r->sequences > 1)

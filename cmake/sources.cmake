@@ -16,6 +16,7 @@ set(BRASA_LIB_SOURCES
   src/backend/cpu/kernels_avx512.c
   src/backend/cpu/kernels_neon.c
   src/backend/cpu/kernels_neon_dotprod.c
+  src/backend/cpu/peak.c
   src/gguf/gguf.c
   src/quant/quant.c
   src/quant/quant_float.c

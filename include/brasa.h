@@ -134,6 +134,12 @@ typedef struct brasa_model_desc {
     int32_t n_expert_used;     /* {arch}.expert_used_count: experts each token is routed to */
     int32_t n_ff_exp;          /* {arch}.expert_feed_forward_length */
     int64_t n_params_active;   /* elements one token computes with (= n_params for a dense model) */
+    int64_t macs_per_token;    /* multiply-adds of one token's products with the layers' weight
+                                * matrices (of a mixture of experts, the experts used): what prefill
+                                * computes per token. Not the embedding lookup (no product), not the
+                                * output head (a prompt runs it for its last token only), not
+                                * attention over the cache (it grows with the context). 0 when
+                                * brasa cannot run the model. */
     /* What the model is for. An embedding model makes a vector per input (brasa_embed): an encoder
      * (bert), or any model whose file sets a pooling type. A model generates when it has an output
      * head and causal attention (brasa_decode, brasa_generate); a decoder may do both. */
@@ -617,6 +623,13 @@ int32_t brasa_cpu_count(void);
 /* Measures main-memory read bandwidth with n_threads threads (0: all), in GB/s (1e9 bytes). Takes
  * about a second and half a gigabyte of memory for the duration. */
 brasa_status brasa_measure_memory_bandwidth(int32_t n_threads, double *gb_per_second, brasa_error *err);
+/* Measures the integer product peak of the CPU kernel path this machine runs (the one
+ * BRASA_CPU_KERNELS forces, else the best it supports): 8-bit multiply-adds per second of that
+ * path's product instruction (vpdpbusd, vpmaddubsw, sdot, ...) on n_threads threads at once (0:
+ * all), best of a few passes over about a quarter of a second. path (may be NULL) receives the
+ * path's name, e.g. "avx512vnni". Prefill is bound by this as decode is by bandwidth. */
+brasa_status brasa_measure_int8_peak(int32_t n_threads, double *macs_per_second, char *path, size_t path_size,
+                                     brasa_error *err);
 /* The most memory this process has held (resident), in bytes; 0 where unknown. */
 uint64_t brasa_peak_memory_bytes(void);
 

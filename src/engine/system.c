@@ -1,9 +1,12 @@
 /* system.c: facts about this machine for benchmarks and diagnostics: SIMD features, processor
- * count, peak memory, and a measurement of main-memory read bandwidth (the limit of decoding). */
+ * count, peak memory, and measurements of main-memory read bandwidth (the limit of decoding) and
+ * of the kernels' integer product peak (the limit of prefill). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/peak.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "platform/platform.h"
@@ -71,4 +74,25 @@ brasa_status brasa_measure_memory_bandwidth(int32_t n_threads, double *gb_per_se
     free(data);
     *gb_per_second = best;
     return BRASA_OK;
+}
+
+brasa_status brasa_measure_int8_peak(int32_t n_threads, double *macs_per_second, char *path, size_t path_size,
+                                     brasa_error *err) {
+    if (!macs_per_second || n_threads < 0 || (path && path_size == 0))
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_measure_int8_peak: invalid arguments");
+    /* the table the CPU backend would run, chosen the same way */
+    const cpu_kernels *k;
+    brasa_status st = cpu_kernels_select(&k, err);
+    if (st != BRASA_OK)
+        return st;
+    if (n_threads == 0)
+        n_threads = plat_cpu_count();
+    pool *p;
+    if ((st = pool_create(n_threads, &p, err)) != BRASA_OK)
+        return st;
+    st = cpu_int8_peak(k, p, macs_per_second, err);
+    pool_free(p);
+    if (st == BRASA_OK && path)
+        snprintf(path, path_size, "%s", k->name);
+    return st;
 }

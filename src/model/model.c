@@ -139,6 +139,21 @@ static int64_t active_params(const brasa_model *m) {
     return sum;
 }
 
+/* Multiply-adds one token spends in the layers' weight products: every matrix of the layer tensor
+ * table (a tensor of one row is a norm or a bias, added, not multiplied), of routed experts only
+ * the used ones. The embedding lookup multiplies nothing and the output head runs for a prompt's
+ * last token only, so this is prefill's arithmetic per token (attention over the cache aside). */
+static int64_t layer_macs_per_token(const brasa_model *m) {
+    int64_t sum = 0;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        for (int i = 0; i < arch_layer_tensor_count; i++) {
+            const bk_tensor *t = arch_layer_tensor(&m->weights.layers[il], i);
+            if (t->data && arch_layer_tensors[i].ne[1] != ARCH_DIM_ONE)
+                sum += t->ne0 * t->ne1 * (t->ne2 > 1 ? m->hp.n_expert_used : 1);
+        }
+    return sum;
+}
+
 /* Binds the architecture's weights. A model brasa cannot run can still be described, so failures
  * here are kept as run_error rather than failing the open. */
 static void bind_architecture(brasa_model *m, const arch_def *arch, brasa_status hparams_status, const char *hparams_error) {
@@ -158,6 +173,7 @@ static void bind_architecture(brasa_model *m, const arch_def *arch, brasa_status
         m->arch = arch;
         m->desc.weight_bytes_per_token = arch_active_bytes(&m->hp, &m->weights);
         m->desc.n_params_active = active_params(m);
+        m->desc.macs_per_token = layer_macs_per_token(m);
     }
     m->desc.run_error = m->run_error[0] ? m->run_error : NULL;
 }
