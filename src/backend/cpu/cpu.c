@@ -37,6 +37,8 @@ typedef struct cpu_impl {
     size_t items_cap;
     void *moe;            /* routed experts: slots ordered by expert, gathered inputs and outputs */
     size_t moe_cap;
+    struct rope_table *rope; /* (ROPE_TABLES) the rotations of recent batches (see rope_rotations) */
+    int rope_next;           /* the table to replace next */
 } cpu_impl;
 
 struct bk_buffer {
@@ -62,6 +64,34 @@ static void split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
     int64_t per = (n + nth - 1) / nth;
     *lo = per * ith < n ? per * ith : n;
     *hi = *lo + per < n ? *lo + per : n;
+}
+
+/* Row-wise operations (norms, rope, residual adds) shared out by rows when a batch has this many
+ * values: below, a synchronization costs more than the work. Each row is one thread's, computed as
+ * alone, so the split never changes a result. */
+#define ROWS_PARALLEL_MIN 16384
+
+typedef struct rows_job {
+    void (*fn)(void *ctx, int64_t r0, int64_t r1);
+    void *ctx;
+    int64_t n;
+} rows_job;
+
+static void rows_part(void *ctx, int ith, int nth) {
+    const rows_job *j = ctx;
+    int64_t lo, hi;
+    split(j->n, ith, nth, &lo, &hi);
+    if (lo < hi)
+        j->fn(j->ctx, lo, hi);
+}
+
+/* fn over rows [0, n) of width values each: by every thread for a large batch, else here. */
+static void run_rows(pool *p, int64_t n, int64_t width, void (*fn)(void *, int64_t, int64_t), void *ctx) {
+    rows_job job = { fn, ctx, n };
+    if (n > 1 && n * width >= ROWS_PARALLEL_MIN)
+        pool_run(p, rows_part, &job);
+    else if (n > 0)
+        fn(ctx, 0, n);
 }
 
 /* ---- buffers ---- */
@@ -647,24 +677,37 @@ static brasa_status cpu_moe_sum(bk_device *dev, const bk_tensor *y, const bk_ten
     return BRASA_OK;
 }
 
+typedef struct norm_job {
+    const bk_tensor *x, *y;
+    const float *w;
+    int64_t group;
+    float eps;
+} norm_job;
+
+static void rms_norm_rows(void *ctx, int64_t t0, int64_t t1) {
+    const norm_job *j = ctx;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *xr = (const float *)((const char *)j->x->data + (size_t)t * j->x->row_bytes);
+        float *yr = (float *)((char *)j->y->data + (size_t)t * j->y->row_bytes);
+        for (int64_t g = 0; g < j->x->ne0; g += j->group) {
+            double ss = 0.0;
+            for (int64_t i = 0; i < j->group; i++)
+                ss += (double)xr[g + i] * (double)xr[g + i];
+            const float scale = (float)(1.0 / sqrt(ss / (double)j->group + (double)j->eps));
+            for (int64_t i = 0; i < j->group; i++)
+                yr[g + i] = j->w ? xr[g + i] * scale * j->w[i] : xr[g + i] * scale;
+        }
+    }
+}
+
 static brasa_status cpu_rms_norm(bk_device *dev, const bk_tensor *x, const bk_tensor *w, int64_t group, float eps, bk_tensor *y,
                                  brasa_error *err) {
     if (group <= 0 || x->ne0 % group != 0 || (w && w->ne0 != group))
         return err_set(err, BRASA_ERR_INTERNAL, "rms_norm: group %lld does not divide rows of %lld", (long long)group,
                        (long long)x->ne0);
-    const float *wf = w ? (const float *)w->data : NULL;
-    for (int64_t t = 0; t < x->ne1; t++) {
-        const float *xr = (const float *)((const char *)x->data + (size_t)t * x->row_bytes);
-        float *yr = (float *)((char *)y->data + (size_t)t * y->row_bytes);
-        for (int64_t g = 0; g < x->ne0; g += group) {
-            double ss = 0.0;
-            for (int64_t i = 0; i < group; i++)
-                ss += (double)xr[g + i] * (double)xr[g + i];
-            const float scale = (float)(1.0 / sqrt(ss / (double)group + (double)eps));
-            for (int64_t i = 0; i < group; i++)
-                yr[g + i] = wf ? xr[g + i] * scale * wf[i] : xr[g + i] * scale;
-        }
-    }
+    const cpu_impl *c = dev->impl;
+    norm_job job = { x, y, w ? (const float *)w->data : NULL, group, eps };
+    run_rows(c->pool, x->ne1, x->ne0, rms_norm_rows, &job);
     return BRASA_OK;
 }
 
@@ -695,25 +738,40 @@ static brasa_status cpu_layer_norm(bk_device *dev, const bk_tensor *x, const bk_
     return BRASA_OK;
 }
 
+typedef struct add_job {
+    const bk_tensor *a, *b, *y;
+    float s; /* scale: y = a * s when b is NULL */
+} add_job;
+
+static void add_rows(void *ctx, int64_t t0, int64_t t1) {
+    const add_job *j = ctx;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *ar = (const float *)((const char *)j->a->data + (size_t)t * j->a->row_bytes);
+        float *yr = (float *)((char *)j->y->data + (size_t)t * j->y->row_bytes);
+        if (j->b) {
+            const float *br = (const float *)((const char *)j->b->data + (size_t)t * j->b->row_bytes);
+            for (int64_t i = 0; i < j->a->ne0; i++)
+                yr[i] = ar[i] + br[i];
+        } else {
+            for (int64_t i = 0; i < j->a->ne0; i++)
+                yr[i] = ar[i] * j->s;
+        }
+    }
+}
+
 static brasa_status cpu_add(bk_device *dev, const bk_tensor *a, const bk_tensor *b, bk_tensor *y, brasa_error *err) {
     (void)err;
-    for (int64_t t = 0; t < a->ne1; t++) {
-        const float *ar = (const float *)((const char *)a->data + (size_t)t * a->row_bytes);
-        const float *br = (const float *)((const char *)b->data + (size_t)t * b->row_bytes);
-        float *yr = (float *)((char *)y->data + (size_t)t * y->row_bytes);
-        for (int64_t i = 0; i < a->ne0; i++)
-            yr[i] = ar[i] + br[i];
-    }
+    const cpu_impl *c = dev->impl;
+    add_job job = { a, b, y, 1.0f };
+    run_rows(c->pool, a->ne1, a->ne0, add_rows, &job);
     return BRASA_OK;
 }
 
 static brasa_status cpu_scale(bk_device *dev, bk_tensor *x, float s, brasa_error *err) {
     (void)err;
-    for (int64_t t = 0; t < x->ne1; t++) {
-        float *r = (float *)((char *)x->data + (size_t)t * x->row_bytes);
-        for (int64_t i = 0; i < x->ne0; i++)
-            r[i] *= s;
-    }
+    const cpu_impl *c = dev->impl;
+    add_job job = { x, NULL, x, s };
+    run_rows(c->pool, x->ne1, x->ne0, add_rows, &job);
     return BRASA_OK;
 }
 
@@ -735,20 +793,90 @@ static void rope_angle(const bk_rope_params *p, const float *factors, int32_t po
     }
 }
 
-static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, const bk_rope_params *p, brasa_error *err) {
-    (void)dev;
-    if (p->rope_dim > p->head_dim || p->rope_dim < 2 || p->rope_dim % 2 != 0 || (int64_t)p->n_head * p->head_dim != x->ne0 ||
-        (p->freq_factors && p->freq_factors->ne0 * p->freq_factors->ne1 < p->rope_dim / 2))
-        return err_set(err, BRASA_ERR_INTERNAL, "rope: bad dims (%d of %d, %d heads, row %lld)", p->rope_dim, p->head_dim,
-                       p->n_head, (long long)x->ne0);
-    const float *factors = p->freq_factors ? (const float *)p->freq_factors->data : NULL;
-    const int half = p->rope_dim / 2;
-    for (int64_t t = 0; t < x->ne1; t++) {
-        float *r = (float *)((char *)x->data + (size_t)t * x->row_bytes);
+/* The rotations (cos, sin per pair and token) of a batch's positions under one set of parameters,
+ * kept for the next calls: every layer rotates the same positions, queries and keys alike, with
+ * one or two sets (Gemma's local and global bases), so a prompt computes its angles once or twice
+ * instead of twice per layer. */
+#define ROPE_TABLES 2
+
+typedef struct rope_table {
+    bk_rope_params p;
+    const void *factors; /* the divisors' data, NULL for none (p.freq_factors is a view's address) */
+    int32_t *pos;        /* (n) */
+    float *cs;           /* (n, rope_dim / 2, 2) */
+    int64_t n;           /* tokens; -1 while being filled */
+    size_t pos_cap, cs_cap; /* what pos and cs have room for */
+} rope_table;
+
+static bool rope_same(const rope_table *t, const bk_rope_params *p, const int32_t *pos, int64_t n) {
+    const void *factors = p->freq_factors ? p->freq_factors->data : NULL;
+    return t->n == n && t->factors == factors && t->p.rope_dim == p->rope_dim && t->p.base == p->base &&
+           t->p.freq_scale == p->freq_scale && t->p.ext_factor == p->ext_factor && t->p.corr_low == p->corr_low &&
+           t->p.corr_high == p->corr_high && t->p.mscale == p->mscale && memcmp(t->pos, pos, (size_t)n * sizeof *pos) == 0;
+}
+
+static void rope_table_rows(void *ctx, int64_t t0, int64_t t1) {
+    const rope_table *t = ctx;
+    const float *factors = t->factors;
+    const int half = t->p.rope_dim / 2;
+    for (int64_t r = t0; r < t1; r++)
         for (int i = 0; i < half; i++) {
             double theta, mscale;
-            rope_angle(p, factors, pos[t], i, &theta, &mscale);
-            const float c = (float)(cos(theta) * mscale), s = (float)(sin(theta) * mscale);
+            rope_angle(&t->p, factors, t->pos[r], i, &theta, &mscale);
+            t->cs[((size_t)r * (size_t)half + (size_t)i) * 2] = (float)(cos(theta) * mscale);
+            t->cs[((size_t)r * (size_t)half + (size_t)i) * 2 + 1] = (float)(sin(theta) * mscale);
+        }
+}
+
+/* The table for these positions and parameters: a kept one, or the older replaced. NULL when
+ * out of memory. */
+static const rope_table *rope_rotations(cpu_impl *c, const bk_rope_params *p, const int32_t *pos, int64_t n) {
+    if (!c->rope && !(c->rope = calloc(ROPE_TABLES, sizeof *c->rope)))
+        return NULL;
+    for (int i = 0; i < ROPE_TABLES; i++)
+        if (rope_same(&c->rope[i], p, pos, n))
+            return &c->rope[i];
+    rope_table *t = &c->rope[c->rope_next];
+    c->rope_next = (c->rope_next + 1) % ROPE_TABLES;
+    const int64_t pairs = p->rope_dim / 2;
+    const size_t cs_need = (size_t)n * (size_t)pairs * 2;
+    if ((size_t)n > t->pos_cap || cs_need > t->cs_cap) {
+        free(t->pos);
+        free(t->cs);
+        *t = (rope_table){ .pos = malloc((size_t)n * sizeof *t->pos), .cs = malloc(cs_need * sizeof *t->cs) };
+        if (!t->pos || !t->cs) {
+            free(t->pos);
+            free(t->cs);
+            *t = (rope_table){ 0 };
+            return NULL;
+        }
+        t->pos_cap = (size_t)n;
+        t->cs_cap = cs_need;
+    }
+    t->n = -1; /* not valid until filled */
+    t->p = *p;
+    t->factors = p->freq_factors ? p->freq_factors->data : NULL;
+    memcpy(t->pos, pos, (size_t)n * sizeof *pos);
+    run_rows(c->pool, n, pairs * 64, rope_table_rows, t); /* an angle costs about as much as 64 adds */
+    t->n = n;
+    return t;
+}
+
+typedef struct rope_job {
+    const bk_tensor *x;
+    const bk_rope_params *p;
+    const rope_table *t;
+} rope_job;
+
+static void rope_rows(void *ctx, int64_t t0, int64_t t1) {
+    const rope_job *j = ctx;
+    const bk_rope_params *p = j->p;
+    const int half = p->rope_dim / 2;
+    for (int64_t t = t0; t < t1; t++) {
+        float *r = (float *)((char *)j->x->data + (size_t)t * j->x->row_bytes);
+        const float *cs = j->t->cs + (size_t)t * (size_t)half * 2;
+        for (int i = 0; i < half; i++) {
+            const float c = cs[2 * i], s = cs[2 * i + 1];
             const int a = p->mode == BK_ROPE_NEOX ? i : 2 * i;
             const int b = p->mode == BK_ROPE_NEOX ? i + half : 2 * i + 1;
             for (int h = 0; h < p->n_head; h++) {
@@ -759,6 +887,19 @@ static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, c
             }
         }
     }
+}
+
+static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, const bk_rope_params *p, brasa_error *err) {
+    if (p->rope_dim > p->head_dim || p->rope_dim < 2 || p->rope_dim % 2 != 0 || (int64_t)p->n_head * p->head_dim != x->ne0 ||
+        (p->freq_factors && p->freq_factors->ne0 * p->freq_factors->ne1 < p->rope_dim / 2))
+        return err_set(err, BRASA_ERR_INTERNAL, "rope: bad dims (%d of %d, %d heads, row %lld)", p->rope_dim, p->head_dim,
+                       p->n_head, (long long)x->ne0);
+    cpu_impl *c = dev->impl;
+    const rope_table *t = rope_rotations(c, p, pos, x->ne1);
+    if (!t)
+        return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory: rope table for %lld tokens", (long long)x->ne1);
+    rope_job job = { x, p, t };
+    run_rows(c->pool, x->ne1, x->ne0, rope_rows, &job);
     return BRASA_OK;
 }
 
@@ -1193,6 +1334,11 @@ void bk_cpu_free(bk_device *dev) {
         free(c->items);
         free(c->moe);
         cpu_kept_free(c->kept);
+        for (int i = 0; c->rope && i < ROPE_TABLES; i++) {
+            free(c->rope[i].pos);
+            free(c->rope[i].cs);
+        }
+        free(c->rope);
         free(c);
     }
     free(dev);

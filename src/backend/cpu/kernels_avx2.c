@@ -947,26 +947,6 @@ CPU_Q8_X4_OF(AVX2, q8x4_q5_K, q8_q5_K)
 
 /* ---- prefill by eight rows ---- */
 
-/* Transposes 8 vectors of 8 32-bit words: out[g] word r = in[r] word g. */
-AVX2 static inline void transpose8x32(__m256i v[8]) {
-    __m256i t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int i = 0; i < 4; i++) {
-        v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
-        v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
-    }
-}
-
-
 /* The minimums' part of eight rows' block for one token, taken from acc: per row dmin * d_x * the
  * sum over sub-blocks of min * (sub-scale * the sub-block's code sum). */
 AVX2 static inline __m256 q4_K_rows_minimums(const float mn[8][8], const float dmin[8], const act_q8_256 *x, __m256 acc) {
@@ -977,112 +957,17 @@ AVX2 static inline __m256 q4_K_rows_minimums(const float mn[8][8], const float d
 }
 
 
-/* The same for the 32-value formats with 5-bit codes, unpacked to bytes (so larger than the rows:
- * built per batch, for prefill only): each block's eight groups of four codes per row, the row's
- * scale, and the row's constant term per unit of the activations' d * sum (-16 d for Q5_0, the
- * minimum for Q5_1). Sums stay in 16 bits for four groups (4 * 2 * 31 * 127). */
-typedef struct x8_b32 {
-    uint8_t codes[8][32]; /* [group of 4][row * 4 + i] */
-    float d[8], c[8];     /* [row] */
-} x8_b32;
-
-static size_t x8_bytes_b32(int64_t k) {
-    return (size_t)(k / 32) * sizeof(x8_b32);
-}
-
-/* The 32 codes of a block in order (as bytes 0-31), its scale and its constant term. */
-AVX2 static inline __m256i b32_codes(uint32_t type, const void *blk, float *d, float *c) {
-    switch (type) {
-    case QUANT_Q5_0: {
-        const block_q5_0 *b = blk;
-        *d = h2f(b->d);
-        *c = -16.0f * *d;
-        return codes_q5_0(b);
-    }
-    default: {
-        const block_q5_1 *b = blk;
-        *d = h2f(b->d);
-        *c = h2f(b->m);
-        return codes_q5_1(b);
-    }
-    }
-}
-
-AVX2 static void x8_repack_b32(uint32_t type, size_t block_bytes, const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8_b32 *p = packed;
-    for (int64_t b = 0; b < k / 32; b++) {
-        __m256i v[8];
-        for (int r = 0; r < 8; r++)
-            v[r] = b32_codes(type, (const char *)rows + (size_t)r * row_bytes + (size_t)b * block_bytes, &p[b].d[r], &p[b].c[r]);
-        transpose8x32(v);
-        for (int g = 0; g < 8; g++)
-            _mm256_storeu_si256((__m256i *)p[b].codes[g], v[g]);
-    }
-}
-
-AVX2 static void x8_repack_q5_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8_repack_b32(QUANT_Q5_0, sizeof(block_q5_0), rows, row_bytes, k, packed);
-}
-AVX2 static void x8_repack_q5_1(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8_repack_b32(QUANT_Q5_1, sizeof(block_q5_1), rows, row_bytes, k, packed);
-}
-
-
-/* y[t * ys + r] for r < 8, t < n_tok, four tokens per pass */
-AVX2 static inline void x8_gemm_b32(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok,
-                                    float *y, size_t ys) {
-    const x8_b32 *p = packed;
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
-        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
-        const act_q8_32 *x[4];
-        for (int t = 0; t < 4; t++)
-            x[t] = (const act_q8_32 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
-        __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-        for (int64_t b = 0; b < k / 32; b++) {
-            __m256i a16[4], i32[4];
-            for (int t = 0; t < 4; t++)
-                a16[t] = i32[t] = _mm256_setzero_si256();
-            for (int g = 0; g < 8; g++) {
-                const __m256i c = _mm256_loadu_si256((const __m256i *)p[b].codes[g]);
-                for (int t = 0; t < 4; t++) {
-                    int32_t four;
-                    memcpy(&four, x[t][b].q + 4 * g, 4);
-#if X86_VNNI
-                    i32[t] = _mm256_dpbusd_epi32(i32[t], c, _mm256_set1_epi32(four));
-#else
-                    a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32(four)));
-#endif
-                }
-                if (!X86_VNNI && (g == 3 || g == 7))
-                    for (int t = 0; t < 4; t++) {
-                        i32[t] = _mm256_add_epi32(i32[t], _mm256_madd_epi16(a16[t], ones));
-                        a16[t] = _mm256_setzero_si256();
-                    }
-            }
-            const __m256 d = _mm256_loadu_ps(p[b].d), cst = _mm256_loadu_ps(p[b].c);
-            for (int t = 0; t < 4; t++) {
-                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][b].d)), i32_ps(i32[t]), acc[t]);
-                acc[t] = _mm256_fmadd_ps(cst, _mm256_set1_ps(x[t][b].s), acc[t]);
-            }
-        }
-        for (int t = 0; t < nt; t++)
-            _mm256_storeu_ps(y + (size_t)(t0 + t) * ys, acc[t]);
-    }
-}
-
-AVX2 static void x8_gemm_b5(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    x8_gemm_b32(packed, k, xq, xs, n_tok, y, ys);
-}
-
-/* Q4_0 and Q4_1 by eight rows in a layout no larger than the rows themselves, kept by the backend
- * for the life of the weights and used for every product, a single token's included. A block's
- * codes stay packed two per byte: byte j of a row holds values j (low nibble) and j + 16 (high),
- * so vector h, with row r's bytes 4h .. 4h + 3 in 32-bit lane r, gives groups h and h + 4 with
- * one mask and one shift, shared by the tokens of a pass. Scales (and minimums) stay half floats.
- * A token's result does not depend on how many tokens share the pass (each has its own sums, and
- * the same float steps as x8_gemm_b32), so sequences decoded together get exactly what each gets
- * alone; and the AVX2 and VNNI builds agree bit for bit, the integer sums being exact. */
+/* Q4_0, Q4_1, Q5_0 and Q5_1 by eight rows in a layout no larger than the rows themselves, kept by
+ * the backend for the life of the weights and used for every product, a single token's included.
+ * A block's codes stay packed two per byte: byte j of a row holds values j (low nibble) and j + 16
+ * (high), so vector h, with row r's bytes 4h .. 4h + 3 in 32-bit lane r, gives groups h and h + 4
+ * with one mask and one shift, shared by the tokens of a pass. The 5-bit formats keep their fifth
+ * bits as one 32-bit mask per such half vector (bit 4r + i: row r's byte i), which VNNI's masked
+ * byte add applies directly and AVX2 spreads with a shuffle and a compare. Scales (and minimums)
+ * stay half floats. A token's result does not depend on how many tokens share the pass (each has
+ * its own sums and float steps), so sequences decoded together get exactly what each gets alone;
+ * and the AVX2 and VNNI builds agree bit for bit, the integer sums being exact. Offsets in a
+ * packed block: codes 0, the fifth bits 128 (32 bytes), then d, then m. */
 typedef struct x8p_q4_0 {
     uint8_t codes[4][32]; /* [h][row * 4 + i]: row r's byte 4h + i */
     uint16_t d[8];        /* [row] half-float scale */
@@ -1093,36 +978,90 @@ typedef struct x8p_q4_1 {
     uint16_t d[8], m[8]; /* [row] half-float scale and minimum */
 } x8p_q4_1;
 
+typedef struct x8p_q5_0 {
+    uint8_t codes[4][32];
+    uint32_t qh[8]; /* [h]: the fifth bits of vector h's low nibbles; [4 + h]: of its high ones */
+    uint16_t d[8];
+} x8p_q5_0;
+
+typedef struct x8p_q5_1 {
+    uint8_t codes[4][32];
+    uint32_t qh[8];
+    uint16_t d[8], m[8];
+} x8p_q5_1;
+
+static_assert(sizeof(x8p_q4_0) == 8 * sizeof(block_q4_0) && sizeof(x8p_q4_1) == 8 * sizeof(block_q4_1) &&
+                  sizeof(x8p_q5_0) == 8 * sizeof(block_q5_0) && sizeof(x8p_q5_1) == 8 * sizeof(block_q5_1),
+              "the kept layouts are exactly the rows' bytes");
+
+/* A 32-value format's kept block: its size, where its scale is, whether it has a minimum and
+ * fifth bits. */
+typedef struct x8p_shape {
+    size_t bytes, d_at, src_bytes, src_qs, src_qh; /* src: the file's block, src_qh 0 for none */
+    bool has_min, five;
+} x8p_shape;
+
+static x8p_shape x8p_shape_of(uint32_t type) {
+    switch (type) {
+    case QUANT_Q4_1: return (x8p_shape){ sizeof(x8p_q4_1), 128, sizeof(block_q4_1), 4, 0, true, false };
+    case QUANT_Q5_0: return (x8p_shape){ sizeof(x8p_q5_0), 160, sizeof(block_q5_0), 6, 2, false, true };
+    case QUANT_Q5_1: return (x8p_shape){ sizeof(x8p_q5_1), 160, sizeof(block_q5_1), 8, 4, true, true };
+    default: return (x8p_shape){ sizeof(x8p_q4_0), 128, sizeof(block_q4_0), 2, 0, false, false };
+    }
+}
+
 static size_t x8p_bytes_q4_0(int64_t k) {
     return (size_t)(k / 32) * sizeof(x8p_q4_0);
 }
 static size_t x8p_bytes_q4_1(int64_t k) {
     return (size_t)(k / 32) * sizeof(x8p_q4_1);
 }
+static size_t x8p_bytes_q5_0(int64_t k) {
+    return (size_t)(k / 32) * sizeof(x8p_q5_0);
+}
+static size_t x8p_bytes_q5_1(int64_t k) {
+    return (size_t)(k / 32) * sizeof(x8p_q5_1);
+}
 
-/* Both formats: d first, then m (Q4_1), then the 16 code bytes. */
-static void x8p_repack_b4(bool has_min, const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    const size_t bb = has_min ? sizeof(block_q4_1) : sizeof(block_q4_0), qs = has_min ? 4 : 2;
-    const size_t pb = has_min ? sizeof(x8p_q4_1) : sizeof(x8p_q4_0);
+/* The file's blocks: d first, then m (Q4_1, Q5_1), then the fifth bits (Q5_*), then 16 code bytes. */
+static void x8p_repack_b(uint32_t type, const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    const x8p_shape sh = x8p_shape_of(type);
     for (int64_t b = 0; b < k / 32; b++) {
-        uint8_t *out = (uint8_t *)packed + (size_t)b * pb;
-        uint16_t *d = (uint16_t *)(out + 128), *m = d + 8;
+        uint8_t *out = (uint8_t *)packed + (size_t)b * sh.bytes;
+        uint16_t *d = (uint16_t *)(out + sh.d_at), *m = d + 8;
+        uint32_t qh[8] = { 0 };
         for (int r = 0; r < 8; r++) {
-            const uint8_t *blk = (const uint8_t *)rows + (size_t)r * row_bytes + (size_t)b * bb;
+            const uint8_t *blk = (const uint8_t *)rows + (size_t)r * row_bytes + (size_t)b * sh.src_bytes;
             memcpy(&d[r], blk, 2);
-            if (has_min)
+            if (sh.has_min)
                 memcpy(&m[r], blk + 2, 2);
             for (int h = 0; h < 4; h++)
-                memcpy(out + 32 * h + 4 * r, blk + qs + 4 * h, 4);
+                memcpy(out + 32 * h + 4 * r, blk + sh.src_qs + 4 * h, 4);
+            if (sh.five) {
+                const uint32_t bits = (uint32_t)blk[sh.src_qh] | (uint32_t)blk[sh.src_qh + 1] << 8 |
+                                      (uint32_t)blk[sh.src_qh + 2] << 16 | (uint32_t)blk[sh.src_qh + 3] << 24;
+                for (int h = 0; h < 4; h++) {
+                    qh[h] |= (bits >> (4 * h) & 0xfu) << (4 * r);
+                    qh[4 + h] |= (bits >> (16 + 4 * h) & 0xfu) << (4 * r);
+                }
+            }
         }
+        if (sh.five)
+            memcpy(out + 128, qh, sizeof qh);
     }
 }
 
 static void x8p_repack_q4_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8p_repack_b4(false, rows, row_bytes, k, packed);
+    x8p_repack_b(QUANT_Q4_0, rows, row_bytes, k, packed);
 }
 static void x8p_repack_q4_1(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8p_repack_b4(true, rows, row_bytes, k, packed);
+    x8p_repack_b(QUANT_Q4_1, rows, row_bytes, k, packed);
+}
+static void x8p_repack_q5_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8p_repack_b(QUANT_Q5_0, rows, row_bytes, k, packed);
+}
+static void x8p_repack_q5_1(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8p_repack_b(QUANT_Q5_1, rows, row_bytes, k, packed);
 }
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -1131,30 +1070,52 @@ static void x8p_repack_q4_1(const void *rows, size_t row_bytes, int64_t k, void 
 #define KERNEL_INLINE inline
 #endif
 
+#if !X86_VNNI
+/* A fifth-bit mask as bytes: 16 where bit 4r + i is set (byte i of lane r), 0 elsewhere. */
+AVX2 static inline __m256i fifth_bits(uint32_t m) {
+    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)m), sel), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(b, bit), _mm256_set1_epi8(0x10));
+}
+#endif
+
 /* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT and
- * has_min, so each count gets its own straight-line code. */
-AVX2 static KERNEL_INLINE void x8p_pass_b4(bool has_min, int NT, const void *packed, int64_t nb, const act_q8_32 *const x[4],
-                                           float *y, size_t ys) {
+ * format, so each gets its own straight-line code. */
+AVX2 static KERNEL_INLINE void x8p_pass_b(uint32_t type, int NT, const void *packed, int64_t nb, const act_q8_32 *const x[4],
+                                          float *y, size_t ys) {
+    const x8p_shape sh = x8p_shape_of(type);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const size_t pb = has_min ? sizeof(x8p_q4_1) : sizeof(x8p_q4_0);
     __m256 acc[4];
     for (int t = 0; t < NT; t++)
         acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = (const uint8_t *)packed + (size_t)b * pb;
+        const uint8_t *blk = (const uint8_t *)packed + (size_t)b * sh.bytes;
+        uint32_t qh[8];
+        if (sh.five)
+            memcpy(qh, blk + 128, sizeof qh);
         __m256i isum[4];
+        for (int t = 0; t < NT; t++)
+            isum[t] = _mm256_setzero_si256();
 #if !X86_VNNI
         const __m256i ones = _mm256_set1_epi16(1);
         __m256i a16[4];
         for (int t = 0; t < NT; t++)
             a16[t] = _mm256_setzero_si256();
-#else
-        for (int t = 0; t < NT; t++)
-            isum[t] = _mm256_setzero_si256();
 #endif
         for (int h = 0; h < 4; h++) {
             const __m256i p = _mm256_loadu_si256((const __m256i *)(blk + 32 * h));
-            const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+            __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+            if (sh.five) {
+#if X86_VNNI
+                const __m256i sixteen = _mm256_set1_epi8(16);
+                lo = _mm256_mask_add_epi8(lo, (__mmask32)qh[h], lo, sixteen);
+                hi = _mm256_mask_add_epi8(hi, (__mmask32)qh[4 + h], hi, sixteen);
+#else
+                lo = _mm256_or_si256(lo, fifth_bits(qh[h]));
+                hi = _mm256_or_si256(hi, fifth_bits(qh[4 + h]));
+#endif
+            }
             for (int t = 0; t < NT; t++) {
                 int32_t a, c;
                 memcpy(&a, x[t][b].q + 4 * h, 4);
@@ -1163,19 +1124,23 @@ AVX2 static KERNEL_INLINE void x8p_pass_b4(bool has_min, int NT, const void *pac
                 isum[t] = _mm256_dpbusd_epi32(isum[t], lo, _mm256_set1_epi32(a));
                 isum[t] = _mm256_dpbusd_epi32(isum[t], hi, _mm256_set1_epi32(c));
 #else
-                /* 8 products of 15 * 127 per 16-bit lane at most: no saturation */
+                /* per 16-bit lane, 8 products of 15 * 127 at most, or 8 of 31 * 127 between the
+                 * 5-bit formats' flushes every second h: no saturation */
                 a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(a)));
                 a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(c)));
 #endif
             }
-        }
 #if !X86_VNNI
-        for (int t = 0; t < NT; t++)
-            isum[t] = _mm256_madd_epi16(a16[t], ones);
+            if (h == 3 || (sh.five && h == 1))
+                for (int t = 0; t < NT; t++) {
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16[t], ones));
+                    a16[t] = _mm256_setzero_si256();
+                }
 #endif
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 128)));
-        const __m256 cst = has_min ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 144)))
-                                   : _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + sh.d_at)));
+        const __m256 cst = sh.has_min ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + sh.d_at + 16)))
+                                      : _mm256_mul_ps(d, _mm256_set1_ps(sh.five ? -16.0f : -8.0f));
         for (int t = 0; t < NT; t++) {
             acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][b].d)), i32_ps(isum[t]), acc[t]);
             acc[t] = _mm256_fmadd_ps(cst, _mm256_set1_ps(x[t][b].s), acc[t]);
@@ -1269,7 +1234,7 @@ AVX2 static KERNEL_INLINE void x8p_pass(uint32_t type, int NT, const void *packe
     if (type == QUANT_Q8_0)
         x8p_pass_q8_0(NT, packed, nb, x, y, ys);
     else
-        x8p_pass_b4(type == QUANT_Q4_1, NT, packed, nb, x, y, ys);
+        x8p_pass_b(type, NT, packed, nb, x, y, ys);
 }
 
 /* Tokens four at a time, the last pass with the one to three left. */
@@ -1295,6 +1260,12 @@ AVX2 static void x8p_gemm_q4_0(const void *packed, int64_t k, const void *xq, si
 }
 AVX2 static void x8p_gemm_q4_1(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
     x8p_gemm_32(QUANT_Q4_1, packed, k, xq, xs, n_tok, y, ys);
+}
+AVX2 static void x8p_gemm_q5_0(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8p_gemm_32(QUANT_Q5_0, packed, k, xq, xs, n_tok, y, ys);
+}
+AVX2 static void x8p_gemm_q5_1(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8p_gemm_32(QUANT_Q5_1, packed, k, xq, xs, n_tok, y, ys);
 }
 AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
     x8p_gemm_32(QUANT_Q8_0, packed, k, xq, xs, n_tok, y, ys);
@@ -1791,21 +1762,21 @@ static const cpu_kernels avx2 = {
         [QUANT_Q4_K] = q8_q4_K, [QUANT_Q5_K] = q8_q5_K, [QUANT_Q6_K] = q8_q6_K,
     },
     .x8_bytes = {
-        [QUANT_Q4_0] = x8p_bytes_q4_0, [QUANT_Q4_1] = x8p_bytes_q4_1, [QUANT_Q5_0] = x8_bytes_b32, [QUANT_Q5_1] = x8_bytes_b32,
+        [QUANT_Q4_0] = x8p_bytes_q4_0, [QUANT_Q4_1] = x8p_bytes_q4_1, [QUANT_Q5_0] = x8p_bytes_q5_0, [QUANT_Q5_1] = x8p_bytes_q5_1,
         [QUANT_Q8_0] = x8p_bytes_q8_0,
         [QUANT_Q4_K] = x8k_bytes_q4_K, [QUANT_Q6_K] = x8k_bytes_q6_K,
     },
     .x8_repack = {
-        [QUANT_Q4_0] = x8p_repack_q4_0, [QUANT_Q4_1] = x8p_repack_q4_1, [QUANT_Q5_0] = x8_repack_q5_0, [QUANT_Q5_1] = x8_repack_q5_1,
+        [QUANT_Q4_0] = x8p_repack_q4_0, [QUANT_Q4_1] = x8p_repack_q4_1, [QUANT_Q5_0] = x8p_repack_q5_0, [QUANT_Q5_1] = x8p_repack_q5_1,
         [QUANT_Q8_0] = x8p_repack_q8_0,
         [QUANT_Q4_K] = x8k_repack_q4_K, [QUANT_Q6_K] = x8k_repack_q6_K,
     },
     .x8_gemm = {
-        [QUANT_Q4_0] = x8p_gemm_q4_0, [QUANT_Q4_1] = x8p_gemm_q4_1, [QUANT_Q5_0] = x8_gemm_b5, [QUANT_Q5_1] = x8_gemm_b5,
+        [QUANT_Q4_0] = x8p_gemm_q4_0, [QUANT_Q4_1] = x8p_gemm_q4_1, [QUANT_Q5_0] = x8p_gemm_q5_0, [QUANT_Q5_1] = x8p_gemm_q5_1,
         [QUANT_Q8_0] = x8p_gemm_q8_0,
         [QUANT_Q4_K] = x8k_gemm_q4_K, [QUANT_Q6_K] = x8k_gemm_q6_K,
     },
-    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q8_0] = true, [QUANT_Q4_K] = true, [QUANT_Q6_K] = true },
+    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q5_0] = true, [QUANT_Q5_1] = true, [QUANT_Q8_0] = true, [QUANT_Q4_K] = true, [QUANT_Q6_K] = true },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
