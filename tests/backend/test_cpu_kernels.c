@@ -526,12 +526,40 @@ int main(void) {
                 }
             }
             differ += memcmp(d1, d2, sizeof d1) != 0 || memcmp(y1, y2, (size_t)hd * sizeof *y1) != 0;
+            /* the several-head kernels: each head's bits are the one-head kernels', for 1 to 4
+             * heads, over runs of rows of every length to 37 (the eight-row reductions and tails) */
+            for (int nq = 1; all[p]->dot_rows_f16_heads && nq <= 4; nq++)
+                for (int n = 1; n <= 37; n += 3) {
+                    float qh[4][256], ah[4][37], oh[4][37], yh[4][256], one[37], yone[256];
+                    const float *qp[4], *ap[4];
+                    float *op[4], *yp[4];
+                    for (int h = 0; h < nq; h++) {
+                        for (int64_t i = 0; i < hd; i++)
+                            qh[h][i] = yh[h][i] = rnd_unit();
+                        for (int r = 0; r < n; r++)
+                            ah[h][r] = rnd_unit();
+                        qp[h] = qh[h];
+                        ap[h] = ah[h];
+                        op[h] = oh[h];
+                        yp[h] = yh[h];
+                    }
+                    float y0[4][256];
+                    memcpy(y0, yh, sizeof y0);
+                    all[p]->dot_rows_f16_heads(qp, nq, rows, xs, n, hd, op);
+                    all[p]->axpy_rows_f16_heads(yp, ap, nq, rows, xs, n, hd);
+                    for (int h = 0; h < nq; h++) {
+                        memcpy(yone, y0[h], sizeof yone);
+                        all[p]->dot_rows_f16(qh[h], rows, xs, n, hd, one);
+                        all[p]->axpy_rows_f16(yone, ah[h], rows, xs, n, hd);
+                        differ += memcmp(one, oh[h], (size_t)n * sizeof *one) != 0 || memcmp(yone, yh[h], (size_t)hd * sizeof *yone) != 0;
+                    }
+                }
             free(rows);
             free(conv);
         }
         if (differ) {
             failed++;
-            printf("FAIL %s f16 attention runs: %d sizes differ from the f32 kernels on converted rows\n", all[p]->name, differ);
+            printf("FAIL %s f16 attention runs: %d cases differ from the f32 kernels on converted rows or the one-head kernels\n", all[p]->name, differ);
         } else {
             passed++;
         }

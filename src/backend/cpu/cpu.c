@@ -992,7 +992,14 @@ typedef struct attn_job {
     int heads_per_item; /* query heads one work item handles: 1, or all those sharing a KV head */
     int n_split;        /* key ranges per (token, heads): above 1, items leave partial results */
     float *partial;     /* n_split > 1: per item and head, max, sum and head_dim accumulators */
+    volatile int32_t next; /* work items handed out so far (see attention_part) */
 } attn_job;
+
+/* Work items a thread takes at a time, at most: a prompt's items differ in cost (a causal token
+ * attends over its position), so a fixed split would leave the thread with the first half idle
+ * for most of the second's time; taken from a shared counter, the latest (dearest) first, the
+ * threads finish within about one item of each other. */
+#define ATTN_ITEMS_PER_TAKE 8
 
 /* Keys scored together before their values are added: the scores of one tile stay in L1. */
 #define ATTN_TILE 64
@@ -1047,6 +1054,29 @@ static void rows_axpy(const cpu_kernels *k, float *y, const float *a, kv_run x, 
     }
 }
 
+/* The run kernels for the nh heads of a group over the same rows: a cache of halves through the
+ * path's several-head kernels, four heads at a time, where it has them (each converted value
+ * serves them all); the same bits as one head at a time either way. */
+static void rows_dot_heads(const cpu_kernels *k, const float *const *q, int nh, kv_run x, int n, int64_t n_el, float *const *out) {
+    if (x.half && k->dot_rows_f16_heads && nh > 1) {
+        for (int g = 0; g < nh; g += 4)
+            k->dot_rows_f16_heads(q + g, nh - g < 4 ? nh - g : 4, x.p, x.xs, n, n_el, out + g);
+        return;
+    }
+    for (int g = 0; g < nh; g++)
+        rows_dot(k, q[g], x, n, n_el, out[g]);
+}
+
+static void rows_axpy_heads(const cpu_kernels *k, float *const *y, const float *const *a, int nh, kv_run x, int n, int64_t n_el) {
+    if (x.half && k->axpy_rows_f16_heads && nh > 1) {
+        for (int g = 0; g < nh; g += 4)
+            k->axpy_rows_f16_heads(y + g, a + g, nh - g < 4 ? nh - g : 4, x.p, x.xs, n, n_el);
+        return;
+    }
+    for (int g = 0; g < nh; g++)
+        rows_axpy(k, y[g], a[g], x, n, n_el);
+}
+
 /* Attention of query heads h0 .. h0 + nh - 1 of token t, which share KV head hk, over the keys
  * [first, last]: one pass in tiles with a running maximum and sum per head (the softmax never
  * needs all scores at once, and exp never sees a positive argument), each key and value row read
@@ -1072,8 +1102,10 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
         const int64_t run_row[2] = { r0, 0 };
         for (int u = 0; u < n_runs; u++) {
             const kv_run k = kv_rows(j, j->k, run_row[u], run_len[u], hk, rows);
+            float *out[ATTN_GROUP_MAX];
             for (int g = 0; g < nh; g++)
-                rows_dot(j->c->k, q[g], k, run_len[u], hd, scores + g * ATTN_TILE + run_first[u]);
+                out[g] = scores + g * ATTN_TILE + run_first[u];
+            rows_dot_heads(j->c->k, q, nh, k, run_len[u], hd, out);
         }
         for (int g = 0; g < nh; g++)
             for (int i = 0; i < n; i++) {
@@ -1101,8 +1133,13 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
         }
         for (int u = 0; u < n_runs; u++) { /* the value cache is a ring of the same rows */
             const kv_run v = kv_rows(j, j->v, run_row[u], run_len[u], hk, rows);
-            for (int g = 0; g < nh; g++)
-                rows_axpy(j->c->k, acc + (size_t)g * (size_t)hd, scores + g * ATTN_TILE + run_first[u], v, run_len[u], hd);
+            float *y[ATTN_GROUP_MAX];
+            const float *a[ATTN_GROUP_MAX];
+            for (int g = 0; g < nh; g++) {
+                y[g] = acc + (size_t)g * (size_t)hd;
+                a[g] = scores + g * ATTN_TILE + run_first[u];
+            }
+            rows_axpy_heads(j->c->k, y, a, nh, v, run_len[u], hd);
         }
     }
 }
@@ -1112,15 +1149,26 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
  * once for its whole group of query heads; and for a single token with a long cache, (KV head, key
  * range) with a merge afterwards, so both threads share each group's cache reads. */
 static void attention_part(void *ctx, int ith, int nth) {
-    const attn_job *j = ctx;
+    attn_job *j = ctx;
     const bk_attention_params *p = j->p;
     const int group = p->n_head / p->n_head_kv, per = j->heads_per_item, items_per_tok = p->n_head / per;
     const int hd = p->head_dim;
-    int64_t lo, hi;
-    split(j->q->ne1 * items_per_tok * j->n_split, ith, nth, &lo, &hi);
+    const int64_t n_items = j->q->ne1 * items_per_tok * j->n_split;
+    int64_t take = n_items / (8 * (int64_t)nth);
+    take = take < 1 ? 1 : take > ATTN_ITEMS_PER_TAKE ? ATTN_ITEMS_PER_TAKE : take;
     float *scores = j->c->scratch[ith].data, *local = scores + (size_t)per * ATTN_TILE;
     float *rows = local + (size_t)per * (size_t)(hd + 2);
-    for (int64_t item = lo; item < hi; item++) {
+    for (int64_t taken = 0, left = 0, item = 0;;) {
+        if (left == 0) { /* the next run of items, counted down from the last */
+            taken = (int64_t)plat_atomic_add(&j->next, (int32_t)take) - take;
+            if (taken >= n_items)
+                return;
+            left = n_items - taken < take ? n_items - taken : take;
+            item = n_items - 1 - taken;
+        } else {
+            item--;
+        }
+        left--;
         const int64_t ts = item / j->n_split, t = ts / items_per_tok;
         const int part = (int)(item % j->n_split), h0 = (int)(ts % items_per_tok) * per;
         const int64_t last = p->bidirectional ? j->k->ne1 - 1 : j->pos[t];
@@ -1226,7 +1274,7 @@ static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
     }
     if (st != BRASA_OK)
         return st;
-    attn_job job = { q, k, v, out, pos, p, c, per, n_split, c->attn };
+    attn_job job = { q, k, v, out, pos, p, c, per, n_split, c->attn, 0 };
     pool_run(c->pool, attention_part, &job);
     if (n_split > 1)
         attention_merge(&job);

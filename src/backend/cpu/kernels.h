@@ -80,6 +80,13 @@ typedef struct cpu_kernels {
     void (*axpy_rows_f16)(float *y, const float *a, const uint16_t *x, size_t xs, int n, int64_t n_el);
     /* cpu_glu_scalar, bit for bit; never NULL */
     void (*glu)(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n);
+    /* The same over the same rows for nq (1..4) query heads at once (a group sharing a KV head):
+     * each value converted once serves every head, and each head's results are bit for bit the
+     * one-head kernels' (out[h][r], y[h] with weights a[h]). NULL: the one-head kernels per head. */
+    void (*dot_rows_f16_heads)(const float *const *q, int nq, const uint16_t *x, size_t xs, int n, int64_t n_el,
+                               float *const *out);
+    void (*axpy_rows_f16_heads)(float *const *y, const float *const *a, int nq, const uint16_t *x, size_t xs, int n,
+                                int64_t n_el);
     /* the activation quantizers above, bit for bit; never NULL */
     void (*quantize_q8_32)(const float *x, act_q8_32 *out, int64_t n);
     void (*quantize_q8_256)(const float *x, act_q8_256 *out, int64_t n);

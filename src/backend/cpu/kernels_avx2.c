@@ -23,6 +23,13 @@
 #endif
 #endif
 
+/* Kernels written once for a few constant counts, each count its own straight-line code. */
+#if defined(__GNUC__) || defined(__clang__)
+#define KERNEL_INLINE inline __attribute__((always_inline))
+#else
+#define KERNEL_INLINE inline
+#endif
+
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
 #include <immintrin.h>
 #include <string.h>
@@ -151,24 +158,29 @@ AVX2 static void dot_rows_f32(const float *q, const float *x, size_t xs, int n, 
 
 /* Rows of up to 128 values keep y in registers for the whole run; each element sees the same
  * fused multiply-adds in the same order as axpy_f32 row by row. */
+/* y += a[r] * row r, for r in order: y in registers, 128 values at a time (a head of 256 in two
+ * passes over the rows, which stay in the first-level cache), so each value's sum takes the same
+ * fused steps in the same order as axpy_f32 row by row, without a load and a store of y per row. */
 AVX2 static void axpy_rows_f32(float *y, const float *a, const float *x, size_t xs, int n, int64_t n_el) {
-    if (n_el % 8 != 0 || n_el > 128) {
+    if (n_el % 8 != 0) {
         for (int r = 0; r < n; r++)
             axpy_f32(y, a[r], x + (size_t)r * xs, n_el);
         return;
     }
-    const int nv = (int)(n_el / 8);
-    __m256 acc[16];
-    for (int v = 0; v < nv; v++)
-        acc[v] = _mm256_loadu_ps(y + 8 * v);
-    for (int r = 0; r < n; r++) {
-        const __m256 av = _mm256_set1_ps(a[r]);
-        const float *xr = x + (size_t)r * xs;
+    for (int64_t s0 = 0; s0 < n_el; s0 += 128) {
+        const int nv = (int)((n_el - s0 < 128 ? n_el - s0 : 128) / 8);
+        __m256 acc[16];
         for (int v = 0; v < nv; v++)
-            acc[v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(xr + 8 * v), acc[v]);
+            acc[v] = _mm256_loadu_ps(y + s0 + 8 * v);
+        for (int r = 0; r < n; r++) {
+            const __m256 av = _mm256_set1_ps(a[r]);
+            const float *xr = x + (size_t)r * xs + s0;
+            for (int v = 0; v < nv; v++)
+                acc[v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(xr + 8 * v), acc[v]);
+        }
+        for (int v = 0; v < nv; v++)
+            _mm256_storeu_ps(y + s0 + 8 * v, acc[v]);
     }
-    for (int v = 0; v < nv; v++)
-        _mm256_storeu_ps(y + 8 * v, acc[v]);
 }
 
 /* The run kernels over an f16 cache (rows of halves, xs apart; n_el a multiple of 8): each load of
@@ -206,28 +218,112 @@ AVX2 static void dot_rows_f16(const float *q, const uint16_t *x, size_t xs, int 
 }
 
 AVX2 static void axpy_rows_f16(float *y, const float *a, const uint16_t *x, size_t xs, int n, int64_t n_el) {
-    if (n_el > 128) {
+    for (int64_t s0 = 0; s0 < n_el; s0 += 128) { /* as axpy_rows_f32 */
+        const int nv = (int)((n_el - s0 < 128 ? n_el - s0 : 128) / 8);
+        __m256 acc[16];
+        for (int v = 0; v < nv; v++)
+            acc[v] = _mm256_loadu_ps(y + s0 + 8 * v);
         for (int r = 0; r < n; r++) {
             const __m256 av = _mm256_set1_ps(a[r]);
-            const uint16_t *xr = x + (size_t)r * xs;
-            for (int64_t i = 0; i < n_el; i += 8)
-                _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, ld_h8(xr + i), _mm256_loadu_ps(y + i)));
+            const uint16_t *xr = x + (size_t)r * xs + s0;
+            for (int v = 0; v < nv; v++)
+                acc[v] = _mm256_fmadd_ps(av, ld_h8(xr + 8 * v), acc[v]);
         }
-        return;
-    }
-    const int nv = (int)(n_el / 8);
-    __m256 acc[16];
-    for (int v = 0; v < nv; v++)
-        acc[v] = _mm256_loadu_ps(y + 8 * v);
-    for (int r = 0; r < n; r++) {
-        const __m256 av = _mm256_set1_ps(a[r]);
-        const uint16_t *xr = x + (size_t)r * xs;
         for (int v = 0; v < nv; v++)
-            acc[v] = _mm256_fmadd_ps(av, ld_h8(xr + 8 * v), acc[v]);
+            _mm256_storeu_ps(y + s0 + 8 * v, acc[v]);
     }
-    for (int v = 0; v < nv; v++)
-        _mm256_storeu_ps(y + 8 * v, acc[v]);
 }
+
+/* dot_rows_f16 for NQ heads (inlined with a constant count): per row, each group of eight halves
+ * converted once and multiplied into every head's four running sums, which are dot_lanes_h's,
+ * added as it adds them; eight rows' lanes then reduced per head by hsum8, the rest by hsum. */
+AVX2 static KERNEL_INLINE void dot_rows_f16_nq(int NQ, const float *const *q, const uint16_t *x, size_t xs, int n, int64_t n_el,
+                                               float *const *out) {
+    for (int r0 = 0; r0 < n; r0 += 8) {
+        const int nr = n - r0 < 8 ? n - r0 : 8;
+        __m256 lanes[4][8];
+        for (int r = 0; r < nr; r++) {
+            const uint16_t *b = x + (size_t)(r0 + r) * xs;
+            __m256 s[4][4];
+            for (int h = 0; h < NQ; h++)
+                s[h][0] = s[h][1] = s[h][2] = s[h][3] = _mm256_setzero_ps();
+            int64_t i = 0;
+            for (; i + 32 <= n_el; i += 32) {
+                const __m256 k0 = ld_h8(b + i), k1 = ld_h8(b + i + 8), k2 = ld_h8(b + i + 16), k3 = ld_h8(b + i + 24);
+                for (int h = 0; h < NQ; h++) {
+                    s[h][0] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i), k0, s[h][0]);
+                    s[h][1] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i + 8), k1, s[h][1]);
+                    s[h][2] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i + 16), k2, s[h][2]);
+                    s[h][3] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i + 24), k3, s[h][3]);
+                }
+            }
+            for (; i + 8 <= n_el; i += 8) {
+                const __m256 k0 = ld_h8(b + i);
+                for (int h = 0; h < NQ; h++)
+                    s[h][0] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i), k0, s[h][0]);
+            }
+            for (int h = 0; h < NQ; h++)
+                lanes[h][r] = _mm256_add_ps(_mm256_add_ps(s[h][0], s[h][1]), _mm256_add_ps(s[h][2], s[h][3]));
+        }
+        for (int h = 0; h < NQ; h++) {
+            if (nr == 8) {
+                _mm256_storeu_ps(out[h] + r0, hsum8(lanes[h]));
+            } else {
+                for (int r = 0; r < nr; r++)
+                    out[h][r0 + r] = hsum(lanes[h][r]);
+            }
+        }
+    }
+}
+
+AVX2 static void dot_rows_f16_heads(const float *const *q, int nq, const uint16_t *x, size_t xs, int n, int64_t n_el,
+                                    float *const *out) {
+    switch (nq) {
+    case 1: dot_rows_f16_nq(1, q, x, xs, n, n_el, out); break;
+    case 2: dot_rows_f16_nq(2, q, x, xs, n, n_el, out); break;
+    case 3: dot_rows_f16_nq(3, q, x, xs, n, n_el, out); break;
+    default: dot_rows_f16_nq(4, q, x, xs, n, n_el, out); break;
+    }
+}
+
+/* axpy_rows_f16 for NQ heads: 32 values of every head in registers at a time, each converted
+ * group of eight added into all of them, row after row in order: each value takes the same fused
+ * steps in the same order as in the one-head kernel. */
+AVX2 static KERNEL_INLINE void axpy_rows_f16_nq(int NQ, float *const *y, const float *const *a, const uint16_t *x, size_t xs, int n,
+                                                int64_t n_el) {
+    for (int64_t s0 = 0; s0 < n_el; s0 += 32) {
+        const int nv = (int)((n_el - s0 < 32 ? n_el - s0 : 32) / 8);
+        __m256 acc[4][4];
+        for (int h = 0; h < NQ; h++)
+            for (int v = 0; v < nv; v++)
+                acc[h][v] = _mm256_loadu_ps(y[h] + s0 + 8 * v);
+        for (int r = 0; r < n; r++) {
+            const uint16_t *xr = x + (size_t)r * xs + s0;
+            __m256 k[4];
+            for (int v = 0; v < nv; v++)
+                k[v] = ld_h8(xr + 8 * v);
+            for (int h = 0; h < NQ; h++) {
+                const __m256 av = _mm256_set1_ps(a[h][r]);
+                for (int v = 0; v < nv; v++)
+                    acc[h][v] = _mm256_fmadd_ps(av, k[v], acc[h][v]);
+            }
+        }
+        for (int h = 0; h < NQ; h++)
+            for (int v = 0; v < nv; v++)
+                _mm256_storeu_ps(y[h] + s0 + 8 * v, acc[h][v]);
+    }
+}
+
+AVX2 static void axpy_rows_f16_heads(float *const *y, const float *const *a, int nq, const uint16_t *x, size_t xs, int n,
+                                     int64_t n_el) {
+    switch (nq) {
+    case 1: axpy_rows_f16_nq(1, y, a, x, xs, n, n_el); break;
+    case 2: axpy_rows_f16_nq(2, y, a, x, xs, n, n_el); break;
+    case 3: axpy_rows_f16_nq(3, y, a, x, xs, n, n_el); break;
+    default: axpy_rows_f16_nq(4, y, a, x, xs, n, n_el); break;
+    }
+}
+
 
 /* The low 8 signed bytes of v as 8 floats. */
 AVX2 static inline __m256 i8x8_ps(__m128i v) {
@@ -1064,11 +1160,6 @@ static void x8p_repack_q5_1(const void *rows, size_t row_bytes, int64_t k, void 
     x8p_repack_b(QUANT_Q5_1, rows, row_bytes, k, packed);
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-#define KERNEL_INLINE inline __attribute__((always_inline))
-#else
-#define KERNEL_INLINE inline
-#endif
 
 #if !X86_VNNI
 /* A fifth-bit mask as bytes: 16 where bit 4r + i is set (byte i of lane r), 0 elsewhere. */
@@ -1748,6 +1839,8 @@ static const cpu_kernels avx2 = {
     .f16_to_f32 = half_to_f32,
     .dot_rows_f16 = dot_rows_f16,
     .axpy_rows_f16 = axpy_rows_f16,
+    .dot_rows_f16_heads = dot_rows_f16_heads,
+    .axpy_rows_f16_heads = axpy_rows_f16_heads,
     .glu = glu,
     .quantize_q8_32 = quantize_q8_32,
     .quantize_q8_256 = quantize_q8_256,
