@@ -298,8 +298,10 @@ int cmd_bench(int argc, char **argv) {
         tuned = brasa_context_tuning(c, &note);
         if (note && note[0] && ti == 0)
             fprintf(stderr, "brasa bench: warning: %s\n", note);
+        /* the warm-up runs the longest prompt once (as llama-bench does): its first pass pays for
+         * buffers, tables and the cache's first pages, which would otherwise land in one repetition */
         double warm;
-        if (!run_test(c, tokens, 8, false, &warm, &err) || !run_test(c, tokens, 4, true, &warm, &err)) {
+        if (!run_test(c, tokens, max_pp > 8 ? (int)max_pp : 8, false, &warm, &err) || !run_test(c, tokens, 4, true, &warm, &err)) {
             rc = cli_fail("%s", err.message);
             brasa_context_free(c);
             break;
