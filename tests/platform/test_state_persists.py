@@ -48,6 +48,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         base = dict(os.environ)
         base.pop("XDG_CACHE_HOME", None)
+        base.pop("BRASA_CACHE_DIR", None)  # ctest gives every test its own; this one sets it itself
         cache = os.path.join(tmp, "caché ñandú", "brasa")  # not there yet: made with its parents
         env = dict(base, BRASA_CACHE_DIR=cache)
         path = os.path.join(cache, "machine.txt")

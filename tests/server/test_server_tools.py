@@ -241,7 +241,10 @@ def check_smollm(server):
     expect(f"{len(schemas)} schemas, every reply valid", bad == 0 and (QUICK or len(SCHEMAS) >= 20),
            f"{bad} of {len(schemas)} invalid")
 
-    r = cl.chat.completions.create(model="m", messages=[{"role": "user", "content": "Describe a cat as JSON."}],
+    # a request the 135M model answers in a few dozen tokens (32 on 2026-12-06): "Describe a cat as
+    # JSON." took it 149 of the 200, and a rounding change in the activations made it ramble past them
+    ask = "Describe a cat as a JSON object with its name and age."
+    r = cl.chat.completions.create(model="m", messages=[{"role": "user", "content": ask}],
                                    max_tokens=200, temperature=0, response_format={"type": "json_object"})
     try:
         obj = json.loads(r.choices[0].message.content)
