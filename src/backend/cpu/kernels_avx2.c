@@ -1378,6 +1378,28 @@ static void x8k_header_q4_K(const block_q4_K *w, int r, uint8_t scales[3][32], u
     dmin[r] = w->dmin;
 }
 
+/* A Q4_K or Q5_K block of a row: the two share d, dmin and the scales' packing; Q5_K adds the
+ * fifth bits (qh, NULL for Q4_K). */
+typedef struct k45_block {
+    block_q4_K head; /* d, dmin, scales and the low four bits */
+    const uint8_t *qh;
+} k45_block;
+
+static k45_block k45_at(bool five, const void *rows, size_t row_bytes, int r, int64_t b) {
+    k45_block out = { .qh = NULL };
+    if (five) {
+        const block_q5_K *w = (const block_q5_K *)((const char *)rows + (size_t)r * row_bytes) + b;
+        out.head.d = w->d;
+        out.head.dmin = w->dmin;
+        memcpy(out.head.scales, w->scales, sizeof w->scales);
+        memcpy(out.head.qs, w->qs, sizeof w->qs);
+        out.qh = w->qh;
+    } else {
+        out.head = *((const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b);
+    }
+    return out;
+}
+
 /* The eight rows' 6-bit scales and minimums from that header, every row at once: u = scales of
  * sub-blocks 0-3, 4-7, minimums 0-3, 4-7, each byte [s % 4 * 8 + row] (sub-block s < 4: the low
  * six bits of bytes s and s + 4; s >= 4: byte s + 4's nibbles below the top two bits of bytes
@@ -1454,20 +1476,50 @@ typedef struct x8k_q4_K {
     uint16_t d[8], dmin[8];  /* [row] half-float scales */
 } x8k_q4_K;
 
+/* Q5_K: Q4_K's layout of its low four bits, scales and d, then the fifth bits as one 64-bit mask
+ * per code vector and nibble (bit 8r + 4e + i: byte 8r + 4e + i of the vector), which a masked
+ * byte add applies. Exactly the rows' bytes again. */
+typedef struct x8k_q5_K {
+    x8k_q4_K low;
+    uint64_t qh[4][4][2]; /* [pair j][p][low nibbles, high nibbles] */
+} x8k_q5_K;
+
+static_assert(sizeof(x8k_q4_K) == 8 * sizeof(block_q4_K) && sizeof(x8k_q5_K) == 8 * sizeof(block_q5_K),
+              "the kept K-quant layouts are exactly the rows' bytes");
+
 static size_t x8k_bytes_q4_K(int64_t k) {
     return (size_t)(k / QK_K) * sizeof(x8k_q4_K);
 }
+static size_t x8k_bytes_q5_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8k_q5_K);
+}
+
+static void x8k_repack_k45(bool five, const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    const size_t pb = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
+    for (int64_t b = 0; b < k / QK_K; b++) {
+        x8k_q4_K *p = (x8k_q4_K *)((char *)packed + (size_t)b * pb);
+        uint64_t qh[4][4][2] = { { { 0 } } };
+        for (int r = 0; r < 8; r++) {
+            const k45_block w = k45_at(five, rows, row_bytes, r, b);
+            for (int j = 0; j < 4; j++)
+                for (int g = 0; g < 8; g++) {
+                    memcpy(&p->codes[j][g / 2][8 * r + 4 * (g % 2)], w.head.qs + 32 * j + 4 * g, 4);
+                    for (int i = 0; five && i < 4; i++) /* value 64j + m (low nibble), 64j + 32 + m (high) */
+                        for (int h = 0; h < 2; h++)
+                            qh[j][g / 2][h] |= (uint64_t)(w.qh[4 * g + i] >> (2 * j + h) & 1) << (8 * r + 4 * (g % 2) + i);
+                }
+            x8k_header_q4_K(&w.head, r, p->scales, p->d, p->dmin);
+        }
+        if (five)
+            memcpy(((x8k_q5_K *)p)->qh, qh, sizeof qh);
+    }
+}
 
 static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8k_q4_K *p = packed;
-    for (int64_t b = 0; b < k / QK_K; b++)
-        for (int r = 0; r < 8; r++) {
-            const block_q4_K *w = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
-            for (int j = 0; j < 4; j++)
-                for (int g = 0; g < 8; g++)
-                    memcpy(&p[b].codes[j][g / 2][8 * r + 4 * (g % 2)], w->qs + 32 * j + 4 * g, 4);
-            x8k_header_q4_K(w, r, p[b].scales, p[b].d, p[b].dmin);
-        }
+    x8k_repack_k45(false, rows, row_bytes, k, packed);
+}
+static void x8k_repack_q5_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8k_repack_k45(true, rows, row_bytes, k, packed);
 }
 
 /* A block's scales per pair j of sub-blocks, in lane 2r + e: d * the scale (dsc) and the minimum
@@ -1485,17 +1537,20 @@ AVX2 static inline void x8k_scales_q4_K(const x8k_q4_K *pb, __m512 dsc[4], __m51
     }
 }
 
-/* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT. */
-AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t nb, const act_q8_256 *const x[X8K_TOKENS], float *y,
-                                             size_t ys) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
+/* One pass of NT (1..X8K_TOKENS) tokens over every block of Q4_K, or of Q5_K (five: the fifth bits
+ * added to the codes): y[t * ys + r]. Inlined with constant NT and format. */
+AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int NT, const void *p, int64_t nb, const act_q8_256 *const x[X8K_TOKENS],
+                                            float *y, size_t ys) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
+    const size_t block_bytes = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     __m512 acc[X8K_TOKENS];
     for (int t = 0; t < NT; t++)
         acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const x8k_q4_K *pb = p + b;
+        const x8k_q4_K *pb = (const x8k_q4_K *)((const char *)p + (size_t)b * block_bytes);
+        const uint64_t(*qh)[4][2] = five ? ((const x8k_q5_K *)pb)->qh : NULL;
         /* the block's scales ahead now, its codes as they are used */
-        for (size_t off = sizeof pb->codes; off < sizeof *pb; off += 64)
+        for (size_t off = sizeof pb->codes; off < block_bytes; off += 64)
             _mm_prefetch((const char *)pb + X8K_AHEAD + off, _MM_HINT_T1);
         __m512 dsc[4], mn[4];
         x8k_scales_q4_K(pb, dsc, mn);
@@ -1506,7 +1561,11 @@ AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t 
             for (int q = 0; q < 4; q++) {
                 _mm_prefetch((const char *)pb->codes[j][q] + X8K_AHEAD, _MM_HINT_T1);
                 const __m512i raw = _mm512_loadu_si512(pb->codes[j][q]);
-                const __m512i lo = _mm512_and_si512(raw, m4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+                __m512i lo = _mm512_and_si512(raw, m4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+                if (five) {
+                    lo = _mm512_mask_add_epi8(lo, (__mmask64)qh[j][q][0], lo, sixteen);
+                    hi = _mm512_mask_add_epi8(hi, (__mmask64)qh[j][q][1], hi, sixteen);
+                }
                 for (int t = 0; t < NT; t++) {
                     slo[t] = _mm512_dpbusd_epi32(slo[t], lo, act_pair(x[t][b].q + 64 * j + 8 * q));
                     shi[t] = _mm512_dpbusd_epi32(shi[t], hi, act_pair(x[t][b].q + 64 * j + 32 + 8 * q));
@@ -1637,20 +1696,49 @@ typedef struct x8k_q4_K {
     uint16_t d[8], dmin[8];  /* [row] half-float scales */
 } x8k_q4_K;
 
+/* Q5_K: Q4_K's layout, then the fifth bits as one 32-bit mask per code vector and nibble (bit
+ * 4r + i: byte 4r + i), which fifth_bits spreads to bytes. Exactly the rows' bytes. */
+typedef struct x8k_q5_K {
+    x8k_q4_K low;
+    uint32_t qh[4][8][2]; /* [pair j][group g][low nibbles, high nibbles] */
+} x8k_q5_K;
+
+static_assert(sizeof(x8k_q4_K) == 8 * sizeof(block_q4_K) && sizeof(x8k_q5_K) == 8 * sizeof(block_q5_K),
+              "the kept K-quant layouts are exactly the rows' bytes");
+
 static size_t x8k_bytes_q4_K(int64_t k) {
     return (size_t)(k / QK_K) * sizeof(x8k_q4_K);
 }
+static size_t x8k_bytes_q5_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8k_q5_K);
+}
+
+static void x8k_repack_k45(bool five, const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    const size_t pb = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
+    for (int64_t b = 0; b < k / QK_K; b++) {
+        x8k_q4_K *p = (x8k_q4_K *)((char *)packed + (size_t)b * pb);
+        uint32_t qh[4][8][2] = { { { 0 } } };
+        for (int r = 0; r < 8; r++) {
+            const k45_block w = k45_at(five, rows, row_bytes, r, b);
+            for (int j = 0; j < 4; j++)
+                for (int g = 0; g < 8; g++) {
+                    memcpy(&p->codes[j][g][4 * r], w.head.qs + 32 * j + 4 * g, 4);
+                    for (int i = 0; five && i < 4; i++)
+                        for (int h = 0; h < 2; h++)
+                            qh[j][g][h] |= (uint32_t)(w.qh[4 * g + i] >> (2 * j + h) & 1) << (4 * r + i);
+                }
+            x8k_header_q4_K(&w.head, r, p->scales, p->d, p->dmin);
+        }
+        if (five)
+            memcpy(((x8k_q5_K *)p)->qh, qh, sizeof qh);
+    }
+}
 
 static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8k_q4_K *p = packed;
-    for (int64_t b = 0; b < k / QK_K; b++)
-        for (int r = 0; r < 8; r++) {
-            const block_q4_K *w = (const block_q4_K *)((const char *)rows + (size_t)r * row_bytes) + b;
-            for (int j = 0; j < 4; j++)
-                for (int g = 0; g < 8; g++)
-                    memcpy(&p[b].codes[j][g][4 * r], w->qs + 32 * j + 4 * g, 4);
-            x8k_header_q4_K(w, r, p[b].scales, p[b].d, p[b].dmin);
-        }
+    x8k_repack_k45(false, rows, row_bytes, k, packed);
+}
+static void x8k_repack_q5_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8k_repack_k45(true, rows, row_bytes, k, packed);
 }
 
 /* A block's eight rows' scales times d (dsc) and minimums (mn), per sub-block. */
@@ -1668,44 +1756,58 @@ AVX2 static inline void x8k_scales_q4_K(const x8k_q4_K *pb, float dsc[8][8], flo
     }
 }
 
-/* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT. */
-AVX2 static KERNEL_INLINE void x8k_pass_q4_K(int NT, const x8k_q4_K *p, int64_t nb, const act_q8_256 *const x[4], float *y,
-                                             size_t ys) {
+/* One pass of NT (1..4) tokens over every block of Q4_K, or of Q5_K (five): y[t * ys + r].
+ * Inlined with constant NT and format. */
+AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int NT, const void *p, int64_t nb, const act_q8_256 *const x[4], float *y,
+                                            size_t ys) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const size_t block_bytes = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     __m256 acc[4];
     for (int t = 0; t < NT; t++)
         acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const x8k_q4_K *pb = p + b;
+        const x8k_q4_K *pb = (const x8k_q4_K *)((const char *)p + (size_t)b * block_bytes);
+        const uint32_t(*qh)[8][2] = five ? ((const x8k_q5_K *)pb)->qh : NULL;
         /* as the VNNI kernel: 4 KB ahead into the second-level cache, the scales now and the
          * codes as they are used (four sequences on Qwen2.5 1.5B, alternated: 54-67 tokens/s
          * against 54-58 with the whole block asked for 2 KB ahead into the first level; Q6_K's
          * kernel below lost a fifth the same way and keeps its first-level prefetches) */
-        for (size_t off = sizeof pb->codes; off < sizeof *pb; off += 64)
+        for (size_t off = sizeof pb->codes; off < block_bytes; off += 64)
             _mm_prefetch((const char *)pb + X8K_AHEAD + off, _MM_HINT_T1);
         float dsc[8][8], mn[8][8];
         x8k_scales_q4_K(pb, dsc, mn);
         for (int j = 0; j < 4; j++) {
-            __m256i slo[4], shi[4];
+            __m256i slo[4], shi[4], ilo[4], ihi[4];
             for (int t = 0; t < NT; t++)
-                slo[t] = shi[t] = _mm256_setzero_si256();
+                slo[t] = shi[t] = ilo[t] = ihi[t] = _mm256_setzero_si256();
             for (int g = 0; g < 8; g++) {
                 if (g % 2 == 0)
                     _mm_prefetch((const char *)pb->codes[j][g] + X8K_AHEAD, _MM_HINT_T1);
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)pb->codes[j][g]);
-                const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                if (five) {
+                    lo = _mm256_or_si256(lo, fifth_bits(qh[j][g][0]));
+                    hi = _mm256_or_si256(hi, fifth_bits(qh[j][g][1]));
+                }
                 for (int t = 0; t < NT; t++) {
                     int32_t a, c;
                     memcpy(&a, x[t][b].q + 64 * j + 4 * g, 4);
                     memcpy(&c, x[t][b].q + 64 * j + 32 + 4 * g, 4);
-                    /* 16 products of 15 * 127 per 16-bit lane at most: no saturation */
+                    /* 16 products of 15 * 127 per 16-bit lane at most, or 8 of 31 * 127 between
+                     * Q5_K's flushes every fourth group: no saturation */
                     slo[t] = _mm256_add_epi16(slo[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(a)));
                     shi[t] = _mm256_add_epi16(shi[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(c)));
                 }
+                if (g == 7 || (five && g == 3))
+                    for (int t = 0; t < NT; t++) {
+                        ilo[t] = _mm256_add_epi32(ilo[t], _mm256_madd_epi16(slo[t], _mm256_set1_epi16(1)));
+                        ihi[t] = _mm256_add_epi32(ihi[t], _mm256_madd_epi16(shi[t], _mm256_set1_epi16(1)));
+                        slo[t] = shi[t] = _mm256_setzero_si256();
+                    }
             }
             for (int t = 0; t < NT; t++) {
-                slo[t] = _mm256_madd_epi16(slo[t], _mm256_set1_epi16(1));
-                shi[t] = _mm256_madd_epi16(shi[t], _mm256_set1_epi16(1));
+                slo[t] = ilo[t];
+                shi[t] = ihi[t];
                 acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j]), _mm256_set1_ps(x[t][b].ds[2 * j])),
                                          i32_ps(slo[t]), acc[t]);
                 acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dsc[2 * j + 1]), _mm256_set1_ps(x[t][b].ds[2 * j + 1])),
@@ -1810,14 +1912,14 @@ AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int NT, const void *packe
     if (type == QUANT_Q6_K)
         x8k_pass_q6_K(NT, packed, nb, x, y, ys);
     else
-        x8k_pass_q4_K(NT, packed, nb, x, y, ys);
+        x8k_pass_k45(type == QUANT_Q5_K, NT, packed, nb, x, y, ys);
 }
 
-/* Tokens X8K_TOKENS at a time for Q4_K (Q6_K's pass runs out of registers beyond four: six ran 7%
- * slower), the last pass with those left (as x8p_gemm_32). */
+/* Tokens X8K_TOKENS at a time for Q4_K and Q5_K (Q6_K's pass runs out of registers beyond four:
+ * six ran 7% slower), the last pass with those left (as x8p_gemm_32). */
 AVX2 static KERNEL_INLINE void x8k_gemm_256(uint32_t type, const void *packed, int64_t k, const void *xq, size_t xs,
                                             int64_t n_tok, float *y, size_t ys) {
-    const int per = type == QUANT_Q4_K ? X8K_TOKENS : 4;
+    const int per = type == QUANT_Q6_K ? 4 : X8K_TOKENS;
     for (int64_t t0 = 0; t0 < n_tok; t0 += per) {
         const int nt = n_tok - t0 < per ? (int)(n_tok - t0) : per;
         const act_q8_256 *x[X8K_TOKENS];
@@ -1841,6 +1943,9 @@ AVX2 static KERNEL_INLINE void x8k_gemm_256(uint32_t type, const void *packed, i
 
 AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
     x8k_gemm_256(QUANT_Q4_K, packed, k, xq, xs, n_tok, y, ys);
+}
+AVX2 static void x8k_gemm_q5_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8k_gemm_256(QUANT_Q5_K, packed, k, xq, xs, n_tok, y, ys);
 }
 AVX2 static void x8k_gemm_q6_K(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
     x8k_gemm_256(QUANT_Q6_K, packed, k, xq, xs, n_tok, y, ys);
@@ -1875,19 +1980,20 @@ static const cpu_kernels avx2 = {
     .x8_bytes = {
         [QUANT_Q4_0] = x8p_bytes_q4_0, [QUANT_Q4_1] = x8p_bytes_q4_1, [QUANT_Q5_0] = x8p_bytes_q5_0, [QUANT_Q5_1] = x8p_bytes_q5_1,
         [QUANT_Q8_0] = x8p_bytes_q8_0,
-        [QUANT_Q4_K] = x8k_bytes_q4_K, [QUANT_Q6_K] = x8k_bytes_q6_K,
+        [QUANT_Q4_K] = x8k_bytes_q4_K, [QUANT_Q5_K] = x8k_bytes_q5_K, [QUANT_Q6_K] = x8k_bytes_q6_K,
     },
     .x8_repack = {
         [QUANT_Q4_0] = x8p_repack_q4_0, [QUANT_Q4_1] = x8p_repack_q4_1, [QUANT_Q5_0] = x8p_repack_q5_0, [QUANT_Q5_1] = x8p_repack_q5_1,
         [QUANT_Q8_0] = x8p_repack_q8_0,
-        [QUANT_Q4_K] = x8k_repack_q4_K, [QUANT_Q6_K] = x8k_repack_q6_K,
+        [QUANT_Q4_K] = x8k_repack_q4_K, [QUANT_Q5_K] = x8k_repack_q5_K, [QUANT_Q6_K] = x8k_repack_q6_K,
     },
     .x8_gemm = {
         [QUANT_Q4_0] = x8p_gemm_q4_0, [QUANT_Q4_1] = x8p_gemm_q4_1, [QUANT_Q5_0] = x8p_gemm_q5_0, [QUANT_Q5_1] = x8p_gemm_q5_1,
         [QUANT_Q8_0] = x8p_gemm_q8_0,
-        [QUANT_Q4_K] = x8k_gemm_q4_K, [QUANT_Q6_K] = x8k_gemm_q6_K,
+        [QUANT_Q4_K] = x8k_gemm_q4_K, [QUANT_Q5_K] = x8k_gemm_q5_K, [QUANT_Q6_K] = x8k_gemm_q6_K,
     },
-    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q5_0] = true, [QUANT_Q5_1] = true, [QUANT_Q8_0] = true, [QUANT_Q4_K] = true, [QUANT_Q6_K] = true },
+    .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q5_0] = true, [QUANT_Q5_1] = true, [QUANT_Q8_0] = true,
+                 [QUANT_Q4_K] = true, [QUANT_Q5_K] = true, [QUANT_Q6_K] = true },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
