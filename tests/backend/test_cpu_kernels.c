@@ -454,7 +454,7 @@ int main(void) {
                 float one;
                 cpu_glu_scalar((cpu_glu_kind)kind, g + i, NULL, &one, 1);
                 const float v = g[i];
-                const float arg = kind == CPU_GLU_SILU ? -v : -v * fmaf(0.0713548162726008f, v * v, 1.5957691216057308f);
+                const float arg = kind == CPU_GLU_SILU ? -v : -v * (0.0713548162726008f * (v * v) + 1.5957691216057308f);
                 const float libm = v / (1.0f + expf(arg));
                 if (isnan(v) ? !isnan(one) : (isinf(v) || fabsf(arg) > 87.0f) ? false : fabsf(one - libm) > 4e-7f * fabsf(libm) + 1e-37f)
                     bad_twin++;

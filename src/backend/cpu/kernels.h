@@ -51,9 +51,10 @@ void cpu_q8_256_products(act_q8_256 *a);
  * (the same function: (1 + tanh u) / 2 = 1 / (1 + exp(-2u))), so both need only exp. */
 typedef enum cpu_glu_kind { CPU_GLU_SILU, CPU_GLU_GELU_TANH } cpu_glu_kind;
 /* y[i] = act(g[i]) * u[i] (u NULL: act(g[i])), scalar. exp is brasa's own: a clamp to [-87, 88],
- * n = rint(x log2 e), x - n ln 2 in two fused steps, a degree-7 polynomial by fused steps, times
- * 2^n; within 2 ulp of the true exp, and made of correctly rounded steps (fused multiply-add,
- * division) that every path's vectors repeat in the same order, so every path gives these bits. */
+ * n = rint(x log2 e), x - n ln 2 in two steps, a degree-7 polynomial, times 2^n; within a few ulp
+ * of the true exp, and made of single correctly rounded operations (multiply, add, divide: no
+ * fused multiply-add, whose library versions differ) that every path's vectors repeat in the same
+ * order, so every path, on every system, gives these bits. */
 void cpu_glu_scalar(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n);
 /* The scalar half-precision conversions (core/f16.h in a loop), for paths without their own. */
 void cpu_f16_from_f32(const float *x, uint16_t *y, int64_t n);

@@ -104,22 +104,23 @@ AVX2 static void half_to_f32(const uint16_t *x, float *y, int64_t n) {
         y[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(x[i])));
 }
 
-/* cpu_glu_scalar on eight values at once, step for step (fused where it fuses, rounding to
- * nearest even as rintf does), so every value gets the scalar twin's bits; the tail is the twin. */
+/* cpu_glu_scalar on eight values at once, step for step (each multiply and add rounded once, as
+ * the twin's; rounding to nearest even as rintf does), so every value gets the scalar twin's bits;
+ * the tail is the twin. */
 AVX2 static inline __m256 glu_exp8(__m256 x) {
     x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f)); /* x > lo ? x : lo, NaN to lo like the twin */
     x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f)));
+    r = _mm256_add_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(2.12194440e-4f)));
     __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
     const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }
@@ -131,8 +132,8 @@ AVX2 static void glu(cpu_glu_kind kind, const float *g, const float *u, float *y
         const __m256 neg = _mm256_xor_ps(v, _mm256_set1_ps(-0.0f)); /* -v, as the twin's */
         const __m256 arg = kind == CPU_GLU_SILU
                                ? neg
-                               : _mm256_mul_ps(neg, _mm256_fmadd_ps(_mm256_set1_ps(0.0713548162726008f), _mm256_mul_ps(v, v),
-                                                                    _mm256_set1_ps(1.5957691216057308f)));
+                               : _mm256_mul_ps(neg, _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(0.0713548162726008f), _mm256_mul_ps(v, v)),
+                                                                  _mm256_set1_ps(1.5957691216057308f)));
         __m256 a = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), glu_exp8(arg)));
         if (u)
             a = _mm256_mul_ps(a, _mm256_loadu_ps(u + i));

@@ -36,20 +36,22 @@ static float dot_f32_scalar(const float *a, const float *b, int64_t n) {
 
 /* exp(x) in the steps cpu_glu_scalar names. The clamp keeps 2^n a normal float (NaN becomes the
  * low end, as the vectors' max does; the activations' v carries the NaN through). The polynomial's
- * coefficients are the classic minimax ones for e^r - 1 - r on [-ln2/2, ln2/2]. */
+ * coefficients are the classic minimax ones for e^r - 1 - r on [-ln2/2, ln2/2]. Every step is a
+ * separate multiply or add, each rounded once: no fused multiply-add, whose C library version is
+ * not correctly rounded everywhere (MinGW's differs from the vectors' instruction). */
 static float glu_exp(float x) {
     x = x > -87.0f ? x : -87.0f;
     x = x < 88.0f ? x : 88.0f;
     const float n = rintf(x * 1.44269504088896341f);
-    float r = fmaf(n, -0.693359375f, x); /* ln 2 in two parts: the first exact in n's few bits */
-    r = fmaf(n, 2.12194440e-4f, r);
+    float r = x - n * 0.693359375f; /* ln 2 in two parts: n times the first is exact */
+    r = r + n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
-    p = fmaf(p, r, 1.3981999507e-3f);
-    p = fmaf(p, r, 8.3334519073e-3f);
-    p = fmaf(p, r, 4.1665795894e-2f);
-    p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    p = fmaf(p, r * r, r) + 1.0f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = (p * (r * r) + r) + 1.0f;
     const int32_t bits = ((int32_t)n + 127) * (1 << 23);
     float scale;
     memcpy(&scale, &bits, sizeof scale);
@@ -60,7 +62,7 @@ void cpu_glu_scalar(cpu_glu_kind kind, const float *g, const float *u, float *y,
     for (int64_t i = 0; i < n; i++) {
         const float v = g[i];
         /* the argument of exp: -v for SiLU, -2u = -v (2k + 2k 0.044715 v^2) for GELU, k = sqrt(2/pi) */
-        const float arg = kind == CPU_GLU_SILU ? -v : -v * fmaf(0.0713548162726008f, v * v, 1.5957691216057308f);
+        const float arg = kind == CPU_GLU_SILU ? -v : -v * (0.0713548162726008f * (v * v) + 1.5957691216057308f);
         const float a = v / (1.0f + glu_exp(arg));
         y[i] = u ? a * u[i] : a;
     }
