@@ -105,7 +105,14 @@ peak_avx512vnni(int64_t iterations) {
         _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3)),
                          _mm512_add_epi32(_mm512_add_epi32(s4, s5), _mm512_add_epi32(s6, s7))),
         _mm512_add_epi32(_mm512_add_epi32(s8, s9), _mm512_add_epi32(s10, s11)));
-    return (uint32_t)_mm512_reduce_add_epi32(sum);
+    /* folded as unsigned words: the sums wrap by design, and the compiler's reduce adds them as
+     * signed C integers (undefined behaviour there, which UBSan reports) */
+    uint32_t out[16];
+    _mm512_storeu_si512(out, sum);
+    uint64_t fold = 0;
+    for (int k = 0; k < 16; k++)
+        fold += out[k];
+    return fold;
 }
 #define PEAK_AVX2 peak_avx2
 #define PEAK_AVX512VNNI peak_avx512vnni
