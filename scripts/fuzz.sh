@@ -33,11 +33,15 @@ fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/brasa-fuzz.XXXXXX")"
 failed=0
 ran=0
+started=()    # each run's name, in order: their reports are printed in this order at the end
+parallel="$(nproc 2>/dev/null || echo 1)"
 
-# fuzz_run NAME TARGET SECONDS [MODEL]: one bounded run; sets failed=1 when it leaves an artifact. Inputs
+# fuzz_run NAME TARGET SECONDS [MODEL]: one bounded run, in the background beside others (one per
+# core: each libFuzzer process is single-threaded). Its report goes to $work/NAME/report, and a file
+# "ran" or "failed" beside it says how it went; the loop at the end reads them in order. Inputs
 # stay as long as the seeds need (GGUF files up to 64 KB, text and bodies 4 KB): libFuzzer
 # would otherwise grow every input to the longest seed, and speed goes with length.
-fuzz_run() {
+fuzz_one() {
   local name="$1" target="$2" limit="$3" model="${4:-}"
   local max_len=4096
   [ "$target" = gguf ] && max_len=65536
@@ -62,7 +66,7 @@ fuzz_run() {
     echo "$name: skipped ($(tail -n 1 "$dir/log"))"
     return
   fi
-  ran=$((ran + 1))
+  touch "$dir/ran"
   local runs secs corpus
   runs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$dir/log" | tail -n 1)
   [ -n "$runs" ] || runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$dir/log" | tail -n 1)
@@ -84,10 +88,17 @@ fuzz_run() {
     [ -e "$a" ] && echo "  (slow input, not a failure: $a)"
   done
   if [ "$found" -eq 1 ] || [ "$rc" -ne 0 ]; then
-    failed=1
+    touch "$dir/failed"
     echo "  exit status $rc; the end of $dir/log:"
     grep -E 'ERROR: |SUMMARY: |invariant broken|#[0-9]+ 0x' "$dir/log" | head -n 30 | sed 's/^/    /'
   fi
+}
+
+fuzz_run() {
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  mkdir -p "$work/$1"
+  started+=("$1")
+  fuzz_one "$@" >"$work/$1/report" 2>&1 &
 }
 
 # The targets are the fuzz_<target>.c sources, so a new one is fuzzed without editing this script.
@@ -113,6 +124,13 @@ for src in "$repo"/tests/fuzz/fuzz_*.c; do
       ;;
     *) fuzz_run "$target" "$target" "$seconds" ;;
   esac
+done
+
+wait
+for name in "${started[@]}"; do
+  cat "$work/$name/report"
+  if [ -e "$work/$name/ran" ]; then ran=$((ran + 1)); fi
+  if [ -e "$work/$name/failed" ]; then failed=1; fi
 done
 
 if [ "$failed" -ne 0 ]; then
