@@ -361,7 +361,7 @@ def main():
         report(False, "doctor --json", f"{e}: {p.stdout[:200]} {p.stderr[:200]}")
 
     if not args.quick:  # (a sanitized build runs the fiber executor too slowly for a benchmark)
-        p = run([args.brasa, "bench", "-m", args.model, "-p", "4", "-n", "2", "-r", "1", "--device", "simt", "--json"], mod)
+        p = run([args.brasa, "bench", "-m", args.model, "-p", "2", "-n", "1", "-r", "1", "--device", "simt", "--json"], mod)
         try:
             b = json.loads(p.stdout)
             ok = p.returncode == 0 and b["backend"].startswith("simt:0/") and len(b["results"]) == 2 and \

@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     size_t n = 0;
     CHECK(brasa_tokenize(m, text, strlen(text), BRASA_TOKENIZE_ADD_BOS, prompt, MAX_PROMPT, &n, &err) == BRASA_OK,
           "tokenize: %s", err.message);
-    n = n > 900 ? 900 : n;
+    n = n > 720 ? 720 : n;
     CHECK(n > (size_t)d.sliding_window + 2 * CHUNK, "prompt of %zu tokens", n);
     feed(ring, full, prompt, n, V, "prompt");
 
