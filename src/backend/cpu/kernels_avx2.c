@@ -1423,6 +1423,78 @@ static void x8k_header_q6_K(const block_q6_K *w, int r, int8_t scales[16][8], ui
     d[r] = w->d;
 }
 
+/* The kept Q4_K and Q5_K layouts of both paths: eight rows' blocks as one, exactly their bytes,
+ * so the backend keeps them in place of the file's pages. A pair j of sub-blocks is 32 bytes of
+ * each row (low nibbles: sub-block 2j, high: 2j + 1), cut into eight groups g of four bytes; a code
+ * vector of X8K_VEC bytes holds X8K_VEC / 32 groups of all eight rows, a row's groups side by side
+ * (VNNI: lane 2r + e is row r's group 2p + e of vector p; AVX2: lane r is row r's group g). Q5_K's
+ * fifth bits follow as one mask of X8K_VEC bits per code vector and nibble, bit n for byte n of
+ * the vector, which the kernels apply with a masked byte add (VNNI) or spread to bytes (AVX2). */
+#if X86_VNNI
+#define X8K_VEC 64
+typedef uint64_t x8k_mask;
+#else
+#define X8K_VEC 32
+typedef uint32_t x8k_mask;
+#endif
+#define X8K_VECS (256 / X8K_VEC) /* code vectors per pair of sub-blocks */
+
+typedef struct x8k_q4_K {
+    uint8_t codes[4][X8K_VECS][X8K_VEC]; /* [pair j][vector][x8k_code_at]: row r's bytes qs[32j + 4g .. + 3] */
+    uint8_t scales[3][32];               /* [word w][k * 8 + row]: row r's byte scales[4w + k] */
+    uint16_t d[8], dmin[8];              /* [row] half-float scales */
+} x8k_q4_K;
+
+typedef struct x8k_q5_K {
+    x8k_q4_K low;
+    x8k_mask qh[4][X8K_VECS][2]; /* [pair j][vector][low nibbles, high nibbles] */
+} x8k_q5_K;
+
+static_assert(sizeof(x8k_q4_K) == 8 * sizeof(block_q4_K) && sizeof(x8k_q5_K) == 8 * sizeof(block_q5_K),
+              "the kept K-quant layouts are exactly the rows' bytes");
+
+/* Where row r's group g goes among a pair's 256 code bytes. */
+static int x8k_code_at(int r, int g) {
+    enum { G = X8K_VEC / 32 };
+    return g / G * X8K_VEC + 4 * G * r + 4 * (g % G);
+}
+
+static size_t x8k_bytes_q4_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8k_q4_K);
+}
+static size_t x8k_bytes_q5_K(int64_t k) {
+    return (size_t)(k / QK_K) * sizeof(x8k_q5_K);
+}
+
+static void x8k_repack_k45(bool five, const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    const size_t pb = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
+    for (int64_t b = 0; b < k / QK_K; b++) {
+        x8k_q4_K *p = (x8k_q4_K *)((char *)packed + (size_t)b * pb);
+        x8k_mask qh[4][X8K_VECS][2] = { { { 0 } } };
+        for (int r = 0; r < 8; r++) {
+            const k45_block w = k45_at(five, rows, row_bytes, r, b);
+            for (int j = 0; j < 4; j++)
+                for (int g = 0; g < 8; g++) {
+                    const int at = x8k_code_at(r, g);
+                    memcpy(&p->codes[j][at / X8K_VEC][at % X8K_VEC], w.head.qs + 32 * j + 4 * g, 4);
+                    for (int i = 0; five && i < 4; i++) /* value 64j + m (low nibble), 64j + 32 + m (high) */
+                        for (int h = 0; h < 2; h++)
+                            qh[j][at / X8K_VEC][h] |= (x8k_mask)(w.qh[4 * g + i] >> (2 * j + h) & 1) << (at % X8K_VEC + i);
+                }
+            x8k_header_q4_K(&w.head, r, p->scales, p->d, p->dmin);
+        }
+        if (five)
+            memcpy(((x8k_q5_K *)p)->qh, qh, sizeof qh);
+    }
+}
+
+static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8k_repack_k45(false, rows, row_bytes, k, packed);
+}
+static void x8k_repack_q5_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8k_repack_k45(true, rows, row_bytes, k, packed);
+}
+
 /* Tokens per pass of the VNNI Q4_K kernel: six, whose sums (three registers each) still fit the 32
  * registers beside the block's scales, so the codes' unpacking and the scales are shared by more
  * (one thread, 64 tokens by 64 rows of 1536: 129-131 G multiply-adds/s against 124-128 with four);
@@ -1435,8 +1507,8 @@ static void x8k_header_q6_K(const block_q6_K *w, int r, int8_t scales[16][8], ui
 
 #if X86_VNNI
 /* ---- Q4_K and Q6_K kept by eight rows, VNNI: 512-bit lanes ----
- * The same bytes as the AVX2 layouts below, in another order: the codes come in 64-byte vectors of
- * sixteen 32-bit lanes, lane 2r + e holding four bytes of row r for group 2p + e of four values. A
+ * The layout above with 64-byte code vectors (the AVX2 path's bytes in another order): sixteen
+ * 32-bit lanes, lane 2r + e holding four bytes of row r for group 2p + e of four values. A
  * lane pair's activations are one 64-bit word, so one broadcast and one 512-bit vpdpbusd take eight
  * codes of all eight rows: half the instructions of the 256-bit layout per code, which is what
  * several tokens at once are bound by (Zen 4 runs a 512-bit vpdpbusd as two 256-bit halves: the
@@ -1471,58 +1543,6 @@ AVX2 static inline void store_row_pairs(float *y, __m512 acc) {
     _mm256_storeu_ps(y, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_hadd_ps(a, b)), 0xd8)));
 }
 
-typedef struct x8k_q4_K {
-    uint8_t codes[4][4][64]; /* [pair j][p][row * 8 + e * 4 + i]: row r's byte qs[32j + 4(2p + e) + i] */
-    uint8_t scales[3][32];   /* [word w][k * 8 + row]: row r's byte scales[4w + k] */
-    uint16_t d[8], dmin[8];  /* [row] half-float scales */
-} x8k_q4_K;
-
-/* Q5_K: Q4_K's layout of its low four bits, scales and d, then the fifth bits as one 64-bit mask
- * per code vector and nibble (bit 8r + 4e + i: byte 8r + 4e + i of the vector), which a masked
- * byte add applies. Exactly the rows' bytes again. */
-typedef struct x8k_q5_K {
-    x8k_q4_K low;
-    uint64_t qh[4][4][2]; /* [pair j][p][low nibbles, high nibbles] */
-} x8k_q5_K;
-
-static_assert(sizeof(x8k_q4_K) == 8 * sizeof(block_q4_K) && sizeof(x8k_q5_K) == 8 * sizeof(block_q5_K),
-              "the kept K-quant layouts are exactly the rows' bytes");
-
-static size_t x8k_bytes_q4_K(int64_t k) {
-    return (size_t)(k / QK_K) * sizeof(x8k_q4_K);
-}
-static size_t x8k_bytes_q5_K(int64_t k) {
-    return (size_t)(k / QK_K) * sizeof(x8k_q5_K);
-}
-
-static void x8k_repack_k45(bool five, const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    const size_t pb = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
-    for (int64_t b = 0; b < k / QK_K; b++) {
-        x8k_q4_K *p = (x8k_q4_K *)((char *)packed + (size_t)b * pb);
-        uint64_t qh[4][4][2] = { { { 0 } } };
-        for (int r = 0; r < 8; r++) {
-            const k45_block w = k45_at(five, rows, row_bytes, r, b);
-            for (int j = 0; j < 4; j++)
-                for (int g = 0; g < 8; g++) {
-                    memcpy(&p->codes[j][g / 2][8 * r + 4 * (g % 2)], w.head.qs + 32 * j + 4 * g, 4);
-                    for (int i = 0; five && i < 4; i++) /* value 64j + m (low nibble), 64j + 32 + m (high) */
-                        for (int h = 0; h < 2; h++)
-                            qh[j][g / 2][h] |= (uint64_t)(w.qh[4 * g + i] >> (2 * j + h) & 1) << (8 * r + 4 * (g % 2) + i);
-                }
-            x8k_header_q4_K(&w.head, r, p->scales, p->d, p->dmin);
-        }
-        if (five)
-            memcpy(((x8k_q5_K *)p)->qh, qh, sizeof qh);
-    }
-}
-
-static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8k_repack_k45(false, rows, row_bytes, k, packed);
-}
-static void x8k_repack_q5_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8k_repack_k45(true, rows, row_bytes, k, packed);
-}
-
 /* A block's scales per pair j of sub-blocks, in lane 2r + e: d * the scale (dsc) and the minimum
  * (mn) of sub-block 2j + e: each pair's 16 unpacked bytes (rows of 2j, rows of 2j + 1) interleaved. */
 AVX2 static inline void x8k_scales_q4_K(const x8k_q4_K *pb, __m512 dsc[4], __m512 mn[4]) {
@@ -1549,7 +1569,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int NT, const void *p, in
         acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const x8k_q4_K *pb = (const x8k_q4_K *)((const char *)p + (size_t)b * block_bytes);
-        const uint64_t(*qh)[4][2] = five ? ((const x8k_q5_K *)pb)->qh : NULL;
+        const x8k_mask(*qh)[X8K_VECS][2] = five ? ((const x8k_q5_K *)pb)->qh : NULL;
         /* the block's scales ahead now, its codes as they are used */
         for (size_t off = sizeof pb->codes; off < block_bytes; off += 64)
             _mm_prefetch((const char *)pb + X8K_AHEAD + off, _MM_HINT_T1);
@@ -1691,56 +1711,6 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
  * in float with the eight rows' scales as one vector, instead of a shuffle and a madd per row and
  * token; the rows' 6-bit scales stay packed, transposed so that eight rows unpack at once. A
  * token's result is the same whatever the number of tokens in the call. */
-typedef struct x8k_q4_K {
-    uint8_t codes[4][8][32]; /* [pair j][group g][row * 4 + i]: row r's byte qs[32j + 4g + i] */
-    uint8_t scales[3][32];   /* [word w][k * 8 + row]: row r's byte scales[4w + k] */
-    uint16_t d[8], dmin[8];  /* [row] half-float scales */
-} x8k_q4_K;
-
-/* Q5_K: Q4_K's layout, then the fifth bits as one 32-bit mask per code vector and nibble (bit
- * 4r + i: byte 4r + i), which fifth_bits spreads to bytes. Exactly the rows' bytes. */
-typedef struct x8k_q5_K {
-    x8k_q4_K low;
-    uint32_t qh[4][8][2]; /* [pair j][group g][low nibbles, high nibbles] */
-} x8k_q5_K;
-
-static_assert(sizeof(x8k_q4_K) == 8 * sizeof(block_q4_K) && sizeof(x8k_q5_K) == 8 * sizeof(block_q5_K),
-              "the kept K-quant layouts are exactly the rows' bytes");
-
-static size_t x8k_bytes_q4_K(int64_t k) {
-    return (size_t)(k / QK_K) * sizeof(x8k_q4_K);
-}
-static size_t x8k_bytes_q5_K(int64_t k) {
-    return (size_t)(k / QK_K) * sizeof(x8k_q5_K);
-}
-
-static void x8k_repack_k45(bool five, const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    const size_t pb = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
-    for (int64_t b = 0; b < k / QK_K; b++) {
-        x8k_q4_K *p = (x8k_q4_K *)((char *)packed + (size_t)b * pb);
-        uint32_t qh[4][8][2] = { { { 0 } } };
-        for (int r = 0; r < 8; r++) {
-            const k45_block w = k45_at(five, rows, row_bytes, r, b);
-            for (int j = 0; j < 4; j++)
-                for (int g = 0; g < 8; g++) {
-                    memcpy(&p->codes[j][g][4 * r], w.head.qs + 32 * j + 4 * g, 4);
-                    for (int i = 0; five && i < 4; i++)
-                        for (int h = 0; h < 2; h++)
-                            qh[j][g][h] |= (uint32_t)(w.qh[4 * g + i] >> (2 * j + h) & 1) << (4 * r + i);
-                }
-            x8k_header_q4_K(&w.head, r, p->scales, p->d, p->dmin);
-        }
-        if (five)
-            memcpy(((x8k_q5_K *)p)->qh, qh, sizeof qh);
-    }
-}
-
-static void x8k_repack_q4_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8k_repack_k45(false, rows, row_bytes, k, packed);
-}
-static void x8k_repack_q5_K(const void *rows, size_t row_bytes, int64_t k, void *packed) {
-    x8k_repack_k45(true, rows, row_bytes, k, packed);
-}
 
 /* A block's eight rows' scales times d (dsc) and minimums (mn), per sub-block. */
 AVX2 static inline void x8k_scales_q4_K(const x8k_q4_K *pb, float dsc[8][8], float mn[8][8]) {
@@ -1768,7 +1738,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int NT, const void *p, in
         acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const x8k_q4_K *pb = (const x8k_q4_K *)((const char *)p + (size_t)b * block_bytes);
-        const uint32_t(*qh)[8][2] = five ? ((const x8k_q5_K *)pb)->qh : NULL;
+        const x8k_mask(*qh)[X8K_VECS][2] = five ? ((const x8k_q5_K *)pb)->qh : NULL;
         /* as the VNNI kernel: 4 KB ahead into the second-level cache, the scales now and the
          * codes as they are used (four sequences on Qwen2.5 1.5B, alternated: 54-67 tokens/s
          * against 54-58 with the whole block asked for 2 KB ahead into the first level; Q6_K's
