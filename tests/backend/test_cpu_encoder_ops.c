@@ -15,14 +15,7 @@
 #include "core/f16.h"
 #include "engine_check.h"
 #include "test_data.h"
-
-static void set_env(const char *name, const char *value) {
-#ifdef _WIN32
-    _putenv_s(name, value);
-#else
-    setenv(name, value, 1);
-#endif
-}
+#include "../test_env.h"
 
 static bk_tensor f32_tensor(int64_t ne0, int64_t ne1, float *data) {
     return bk_view(NULL, QUANT_F32, ne0, ne1, data);

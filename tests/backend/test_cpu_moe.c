@@ -14,18 +14,11 @@
 #include "backend/cpu/kernels.h"
 #include "engine_check.h"
 #include "test_data.h"
+#include "../test_env.h"
 
 enum { N_EXPERT = 8, K = 3, N_IN = 512, N_OUT = 40, MAX_TOK = 17 };
 
 static bk_device *dev;
-
-static void set_env(const char *name, const char *value) {
-#ifdef _WIN32
-    _putenv_s(name, value);
-#else
-    setenv(name, value, 1);
-#endif
-}
 
 static bk_tensor f32_tensor(int64_t ne0, int64_t ne1, float *data) {
     return bk_view(NULL, QUANT_F32, ne0, ne1, data);

@@ -11,14 +11,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "brasa.h"
-
-static void set_env(const char *name, const char *value) {
-#ifdef _WIN32
-    _putenv_s(name, value);
-#else
-    setenv(name, value, 1);
-#endif
-}
+#include "../test_env.h"
 
 int main(void) {
     const char *paths[] = { "scalar", "avx2", "avx512vnni", "neon", "neon-dotprod" };

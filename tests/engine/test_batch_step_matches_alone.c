@@ -12,6 +12,7 @@
 
 #include "brasa.h"
 #include "engine_check.h"
+#include "../test_env.h"
 
 enum { N_SEQ = 17, N_STEPS = 6, MAX_PROMPT = 64 };
 
@@ -160,11 +161,7 @@ int main(int argc, char **argv) {
     }
     static const char *modes[] = { "q8", "f32" };
     for (int md = 0; md < 2; md++) {
-#ifdef _WIN32
-        _putenv_s("BRASA_CPU_ACTIVATIONS", modes[md]);
-#else
-        setenv("BRASA_CPU_ACTIVATIONS", modes[md], 1);
-#endif
+        set_env("BRASA_CPU_ACTIVATIONS", modes[md]);
         for (int i = 1; i < argc; i++)
             check_model(argv[i], modes[md]);
     }

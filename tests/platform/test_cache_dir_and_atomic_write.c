@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "platform/platform.h"
+#include "../test_env.h"
 
 #ifdef _WIN32
 #include <wchar.h>
@@ -29,21 +30,6 @@ static int failures;
     } while (0)
 
 /* Sets (value != NULL) or clears an environment variable; UTF-8 in, wide on Windows. */
-static void set_env(const char *name, const char *value) {
-#ifdef _WIN32
-    wchar_t wname[64], wvalue[1024] = L"";
-    MultiByteToWideChar(CP_UTF8, 0, name, -1, wname, 64);
-    if (value)
-        MultiByteToWideChar(CP_UTF8, 0, value, -1, wvalue, 1024);
-    _wputenv_s(wname, wvalue); /* an empty value removes it */
-#else
-    if (value)
-        setenv(name, value, 1);
-    else
-        unsetenv(name);
-#endif
-}
-
 static char *read_all(const char *path) {
     FILE *f = plat_fopen(path, "rb");
     if (!f)
