@@ -85,13 +85,19 @@ static void rows_part(void *ctx, int ith, int nth) {
         j->fn(j->ctx, lo, hi);
 }
 
-/* fn over rows [0, n) of width values each: by every thread for a large batch, else here. */
-static void run_rows(pool *p, int64_t n, int64_t width, void (*fn)(void *, int64_t, int64_t), void *ctx) {
+/* fn over rows [0, n): shared out by rows between every thread when `parallel` (the caller's
+ * measure of whether the work pays for a synchronization), else here. */
+static void run_rows(pool *p, int64_t n, bool parallel, void (*fn)(void *, int64_t, int64_t), void *ctx) {
     rows_job job = { fn, ctx, n };
-    if (n > 1 && n * width >= ROWS_PARALLEL_MIN)
+    if (parallel && n > 1)
         pool_run(p, rows_part, &job);
     else if (n > 0)
         fn(ctx, 0, n);
+}
+
+/* Whether n rows of width values are worth sharing out (ROWS_PARALLEL_MIN). */
+static bool rows_worth_sharing(int64_t n, int64_t width) {
+    return n * width >= ROWS_PARALLEL_MIN;
 }
 
 /* ---- buffers ---- */
@@ -316,10 +322,8 @@ typedef struct quantize_job {
     bool k_quant;
 } quantize_job;
 
-static void quantize_part(void *ctx, int ith, int nth) {
+static void quantize_rows(void *ctx, int64_t lo, int64_t hi) {
     const quantize_job *j = ctx;
-    int64_t lo, hi;
-    split(j->x->ne1, ith, nth, &lo, &hi);
     for (int64_t t = lo; t < hi; t++) {
         const float *xt = (const float *)((const char *)j->x->data + (size_t)t * j->x->row_bytes);
         void *dst = j->out + (size_t)t * j->row_bytes;
@@ -343,10 +347,7 @@ static brasa_status quantize_activations(cpu_impl *c, const bk_tensor *x, bool k
         c->act_cap = need;
     }
     quantize_job job = { c->k, x, (char *)c->act + offset, row_bytes, k_quant };
-    if (x->ne1 >= QUANTIZE_PARALLEL_MIN_TOKENS)
-        pool_run(c->pool, quantize_part, &job);
-    else
-        quantize_part(&job, 0, 1);
+    run_rows(c->pool, x->ne1, x->ne1 >= QUANTIZE_PARALLEL_MIN_TOKENS, quantize_rows, &job);
     return BRASA_OK;
 }
 
@@ -539,10 +540,8 @@ typedef struct moe_move {
     bool scatter;
 } moe_move;
 
-static void moe_move_part(void *ctx, int ith, int nth) {
+static void moe_move_range(void *ctx, int64_t lo, int64_t hi) {
     const moe_move *m = ctx;
-    int64_t lo, hi;
-    split(m->n, ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
         const int64_t to = m->scatter ? m->order[r] : r, from = m->scatter ? r : m->order[r] / m->div;
         memcpy(m->dst + (size_t)to * m->dst_stride, m->src + (size_t)from * m->src_stride, m->bytes);
@@ -553,10 +552,7 @@ static void moe_move_part(void *ctx, int ith, int nth) {
 #define MOE_MOVE_PARALLEL_BYTES (256u << 10)
 
 static void moe_move_rows(cpu_impl *c, moe_move *m) {
-    if ((uint64_t)m->n * m->bytes >= MOE_MOVE_PARALLEL_BYTES)
-        pool_run(c->pool, moe_move_part, m);
-    else
-        moe_move_part(m, 0, 1);
+    run_rows(c->pool, m->n, (uint64_t)m->n * m->bytes >= MOE_MOVE_PARALLEL_BYTES, moe_move_range, m);
 }
 
 /* The slots that chose each expert are gathered into consecutive rows (in slot order, so a slot's
@@ -646,11 +642,9 @@ typedef struct moe_sum_job {
     bk_tensor *out;
 } moe_sum_job;
 
-static void moe_sum_part(void *ctx, int ith, int nth) {
+static void moe_sum_rows(void *ctx, int64_t lo, int64_t hi) {
     const moe_sum_job *j = ctx;
     const int64_t k = j->weights->ne0;
-    int64_t lo, hi;
-    split(j->out->ne1, ith, nth, &lo, &hi);
     for (int64_t t = lo; t < hi; t++) {
         const float *w = (const float *)((const char *)j->weights->data + (size_t)t * j->weights->row_bytes);
         float *o = (float *)((char *)j->out->data + (size_t)t * j->out->row_bytes);
@@ -670,10 +664,8 @@ static brasa_status cpu_moe_sum(bk_device *dev, const bk_tensor *y, const bk_ten
                        (long long)weights->ne1, (long long)k);
     moe_sum_job job = { y, weights, out };
     /* a token's sum is one thread's, in slot order: the same bits split or not */
-    if ((uint64_t)y->ne1 * (uint64_t)y->ne0 * sizeof(float) >= MOE_MOVE_PARALLEL_BYTES)
-        pool_run(c->pool, moe_sum_part, &job);
-    else
-        moe_sum_part(&job, 0, 1);
+    run_rows(c->pool, out->ne1, (uint64_t)y->ne1 * (uint64_t)y->ne0 * sizeof(float) >= MOE_MOVE_PARALLEL_BYTES, moe_sum_rows,
+             &job);
     return BRASA_OK;
 }
 
@@ -707,7 +699,7 @@ static brasa_status cpu_rms_norm(bk_device *dev, const bk_tensor *x, const bk_te
                        (long long)x->ne0);
     const cpu_impl *c = dev->impl;
     norm_job job = { x, y, w ? (const float *)w->data : NULL, group, eps };
-    run_rows(c->pool, x->ne1, x->ne0, rms_norm_rows, &job);
+    run_rows(c->pool, x->ne1, rows_worth_sharing(x->ne1, x->ne0), rms_norm_rows, &job);
     return BRASA_OK;
 }
 
@@ -763,7 +755,7 @@ static brasa_status cpu_add(bk_device *dev, const bk_tensor *a, const bk_tensor 
     (void)err;
     const cpu_impl *c = dev->impl;
     add_job job = { a, b, y, 1.0f };
-    run_rows(c->pool, a->ne1, a->ne0, add_rows, &job);
+    run_rows(c->pool, a->ne1, rows_worth_sharing(a->ne1, a->ne0), add_rows, &job);
     return BRASA_OK;
 }
 
@@ -771,7 +763,7 @@ static brasa_status cpu_scale(bk_device *dev, bk_tensor *x, float s, brasa_error
     (void)err;
     const cpu_impl *c = dev->impl;
     add_job job = { x, NULL, x, s };
-    run_rows(c->pool, x->ne1, x->ne0, add_rows, &job);
+    run_rows(c->pool, x->ne1, rows_worth_sharing(x->ne1, x->ne0), add_rows, &job);
     return BRASA_OK;
 }
 
@@ -857,7 +849,7 @@ static const rope_table *rope_rotations(cpu_impl *c, const bk_rope_params *p, co
     t->p = *p;
     t->factors = p->freq_factors ? p->freq_factors->data : NULL;
     memcpy(t->pos, pos, (size_t)n * sizeof *pos);
-    run_rows(c->pool, n, pairs * 64, rope_table_rows, t); /* an angle costs about as much as 64 adds */
+    run_rows(c->pool, n, rows_worth_sharing(n, pairs * 64), rope_table_rows, t); /* an angle costs about as much as 64 adds */
     t->n = n;
     return t;
 }
@@ -899,7 +891,7 @@ static brasa_status cpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, c
     if (!t)
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory: rope table for %lld tokens", (long long)x->ne1);
     rope_job job = { x, p, t };
-    run_rows(c->pool, x->ne1, x->ne0, rope_rows, &job);
+    run_rows(c->pool, x->ne1, rows_worth_sharing(x->ne1, x->ne0), rope_rows, &job);
     return BRASA_OK;
 }
 
