@@ -1880,9 +1880,10 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
 /* The pass of one K-quant format, constant after inlining. */
 AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int NT, const void *packed, int64_t nb, const act_q8_256 *const x[X8K_TOKENS],
                                         float *y, size_t ys) {
-    if (type == QUANT_Q6_K)
-        x8k_pass_q6_K(NT, packed, nb, x, y, ys);
-    else
+    if (type == QUANT_Q6_K) {
+        if (NT <= 4) /* Q6_K's passes take four tokens at most (x8k_gemm_256): none is compiled for more */
+            x8k_pass_q6_K(NT, packed, nb, x, y, ys);
+    } else
         x8k_pass_k45(type == QUANT_Q5_K, NT, packed, nb, x, y, ys);
 }
 
