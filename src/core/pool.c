@@ -20,7 +20,7 @@
 #define POOL_YIELD_AFTER 1024
 #define POOL_YIELD_EVERY 64
 
-static void spin_once(int spins) {
+static void spin_once(unsigned spins) {
     plat_cpu_relax();
     if (spins >= POOL_YIELD_AFTER && spins % POOL_YIELD_EVERY == 0)
         plat_yield();
@@ -54,7 +54,7 @@ static void worker_main(void *arg) {
         int32_t g;
         while ((g = plat_atomic_load(&p->generation)) == seen && !plat_atomic_load(&p->stop)) {
             if (++spins < POOL_SPINS) {
-                spin_once(spins);
+                spin_once((unsigned)spins);
                 continue;
             }
             plat_mutex_lock(p->mutex);
@@ -136,6 +136,6 @@ void pool_run(pool *p, pool_fn fn, void *ctx) {
         plat_cond_broadcast(p->wake);
     plat_mutex_unlock(p->mutex);
     fn(ctx, 0, p->n);
-    for (int spins = 1; plat_atomic_load(&p->pending) > 0; spins++)
+    for (unsigned spins = 1; plat_atomic_load(&p->pending) > 0; spins++) /* (wraps harmlessly on a long wait) */
         spin_once(spins);
 }
