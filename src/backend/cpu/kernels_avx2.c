@@ -1703,9 +1703,9 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
 
 #else
 /* ---- Q4_K kept by eight rows, AVX2 ----
- * Exactly the bytes of the eight rows it replaces, so the backend keeps it in place of the file's
- * pages and it serves every product: one token, sequences decoding together, a prompt. Each
- * 32-bit lane of a code vector holds four bytes of one row's packed nibbles: the low nibbles are
+ * The layout above with 32-byte code vectors; it serves every product: one token, sequences
+ * decoding together, a prompt. Each 32-bit lane of a code vector holds four bytes of one row's
+ * packed nibbles: the low nibbles are
  * four codes of sub-block 2j, the high ones the same four of sub-block 2j + 1, so one maddubs
  * takes four codes of all eight rows. Each sub-block's integer sums are scaled
  * in float with the eight rows' scales as one vector, instead of a shuffle and a madd per row and

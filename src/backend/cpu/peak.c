@@ -45,6 +45,16 @@ static uint64_t peak_scalar(int64_t iterations) {
 #if (defined(__x86_64__) || defined(_M_X64)) && defined(PEAK_ASM)
 #include <immintrin.h>
 
+/* A vector's 32-bit sums added as unsigned words: they wrap by design, and a vector reduce written
+ * in C (the compiler's _mm512_reduce_add_epi32) adds them as signed integers, undefined behaviour
+ * when they overflow, which UBSan reports. */
+static uint64_t fold_words(const uint32_t *w, int n) {
+    uint64_t fold = 0;
+    for (int k = 0; k < n; k++)
+        fold += w[k];
+    return fold;
+}
+
 /* AVX2: vpmaddubsw (32 byte products, summed in pairs to 16 bits), vpmaddwd by ones (pairs to 32
  * bits) and vpaddd, the AVX2 kernels' block product. Eight steps, written out (GCC keeps arrays of
  * registers in memory), each a different pair of four opaque operands and two others, into two
@@ -66,12 +76,9 @@ __attribute__((target("avx2,fma,f16c"))) static uint64_t peak_avx2(int64_t itera
         AVX2_STEP(s0, a2, b1);
         AVX2_STEP(s1, a3, b1);
     }
-    int32_t out[8];
+    uint32_t out[8];
     _mm256_storeu_si256((__m256i *)out, _mm256_add_epi32(s0, s1));
-    uint64_t fold = 0;
-    for (int k = 0; k < 8; k++)
-        fold += (uint32_t)out[k];
-    return fold;
+    return fold_words(out, 8);
 }
 
 /* AVX-512 VNNI: vpdpbusd on 512-bit registers, 64 byte products summed into 32 bits in one
@@ -105,14 +112,9 @@ peak_avx512vnni(int64_t iterations) {
         _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3)),
                          _mm512_add_epi32(_mm512_add_epi32(s4, s5), _mm512_add_epi32(s6, s7))),
         _mm512_add_epi32(_mm512_add_epi32(s8, s9), _mm512_add_epi32(s10, s11)));
-    /* folded as unsigned words: the sums wrap by design, and the compiler's reduce adds them as
-     * signed C integers (undefined behaviour there, which UBSan reports) */
     uint32_t out[16];
     _mm512_storeu_si512(out, sum);
-    uint64_t fold = 0;
-    for (int k = 0; k < 16; k++)
-        fold += out[k];
-    return fold;
+    return fold_words(out, 16);
 }
 #define PEAK_AVX2 peak_avx2
 #define PEAK_AVX512VNNI peak_avx512vnni
