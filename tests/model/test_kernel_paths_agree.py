@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Every CPU kernel path gives the same model output, in both activation modes: for each path this
 machine runs (forced with BRASA_CPU_KERNELS) and thread counts 1 and 2 (the slow scalar reference at
-the first count only: the threads' split of the work is the same code on every path), the logits of a real prompt
-stay within 1e-4 of the logit range of the scalar path's, and 32 greedy tokens are identical to
-the scalar path's (--greedy sets how many).
+the first count only: the threads' split of the work is the same code on every path), the logits
+of a real prompt stay within 1e-4 of the logit range of the scalar path's, and 32 greedy tokens are
+identical to the scalar path's (--greedy sets how many).
 
 Float activations (BRASA_CPU_ACTIVATIONS=f32) are what the NumPy reference is compared with. The
 default 8-bit activations are checked here with the prompt run both as one batch (the prefill
