@@ -31,8 +31,8 @@ typedef struct act_q8_256 {
     float ms[8];       /* s[j] * the sum of sub-block j's codes, exactly: the term a K-quant's minimums
                         * multiply, made once per token instead of once per eight weight rows */
     float ds[8];       /* d * s[j], the sub-block's float scale, made once per token */
-    int32_t off16[16]; /* 16 * bsums[g]: what each lane of a pair takes off Q6_K's codes stored plus
-                        * 32 (the VNNI eight-row layout, two lanes per row) */
+    int32_t off8[32];  /* 32 * the sum of codes 16g + 4e + (0..3, 8..11) (off8[2g + e]): what a lane
+                        * of the VNNI eight-row Q6_K layout takes off its codes stored plus 32 */
     int8_t q[256];
 } act_q8_256;
 
@@ -44,7 +44,7 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n);
 /* The scales both take from a block's (sub-blocks') largest magnitude, shared by every path. */
 void cpu_q8_32_scale(float amax, float *d, float *id);
 void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]);
-/* A 256-value block's per-token products of d, s and bsums the kernels read (ms, ds, off16), set
+/* A 256-value block's per-token products of d, s and bsums the kernels read (ms, ds), set
  * once d, s and bsums are; shared by every quantizer, so every path has the same bits. */
 void cpu_q8_256_products(act_q8_256 *a);
 /* The gated activations the paths vectorize. GELU is its tanh form, written as v * sigmoid(2u)

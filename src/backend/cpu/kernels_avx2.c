@@ -655,11 +655,14 @@ AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
             const float *xj = x + 32 * j;
             const __m256i a = round8(xj, idv), c = round8(xj + 8, idv), e = round8(xj + 16, idv), g = round8(xj + 24, idv);
             pack32(a, c, e, g, out[b].q + 32 * j);
-            /* sums of each 16 codes */
+            /* the halves off8 splits each 16 codes into (values 0-3 and 8-11, 4-7 and 12-15),
+             * then their sums */
             const __m256i s0 = _mm256_add_epi32(a, c), s1 = _mm256_add_epi32(e, g);
             const __m256i h = _mm256_hadd_epi32(s0, s1); /* lanes: s0 pairs, s1 pairs, per 128 half */
-            const __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-            const __m128i r = _mm_hadd_epi32(q, q);
+            const __m256i h2 = _mm256_hadd_epi32(h, h);  /* halves of the first 16 and the second, per 128 half */
+            const __m128i lo = _mm256_castsi256_si128(h2), hi = _mm256_extracti128_si256(h2, 1);
+            _mm_storeu_si128((__m128i *)(out[b].off8 + 4 * j), _mm_slli_epi32(_mm_unpacklo_epi32(lo, hi), 5));
+            const __m128i r = _mm_add_epi32(lo, hi);
             out[b].bsums[2 * j] = (int16_t)_mm_cvtsi128_si32(r);
             out[b].bsums[2 * j + 1] = (int16_t)_mm_extract_epi32(r, 1);
         }
@@ -1416,13 +1419,6 @@ AVX2 static inline void x8k_scale_bytes_q4_K(const uint8_t scales[3][32], __m256
     u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bb, 6), m2), 4));
 }
 
-/* The kept Q6_K layouts' header: row r's 16 scales transposed (one vector of eight rows each), d. */
-static void x8k_header_q6_K(const block_q6_K *w, int r, int8_t scales[16][8], uint16_t d[8]) {
-    for (int i = 0; i < 16; i++)
-        scales[i][r] = w->scales[i];
-    d[r] = w->d;
-}
-
 /* The kept Q4_K and Q5_K layouts of both paths: eight rows' blocks as one, exactly their bytes,
  * so the backend keeps them in place of the file's pages. A pair j of sub-blocks is 32 bytes of
  * each row (low nibbles: sub-block 2j, high: 2j + 1), cut into eight groups g of four bytes; a code
@@ -1495,10 +1491,11 @@ static void x8k_repack_q5_K(const void *rows, size_t row_bytes, int64_t k, void 
     x8k_repack_k45(true, rows, row_bytes, k, packed);
 }
 
-/* Tokens per pass of the VNNI Q4_K kernel: six, whose sums (three registers each) still fit the 32
- * registers beside the block's scales, so the codes' unpacking and the scales are shared by more
- * (one thread, 64 tokens by 64 rows of 1536: 129-131 G multiply-adds/s against 124-128 with four);
- * AVX2's take four. */
+/* Tokens per pass of the VNNI K-quant kernels: six, whose sums (three registers each for Q4_K and
+ * Q5_K, four for Q6_K) still fit the 32 registers beside the block's scales, so the codes'
+ * unpacking and the scales are shared by more (one thread, 64 tokens by 64 rows of 1536: Q4_K
+ * 129-131 G multiply-adds/s against 124-128 with four, Q6_K 106-107 against 96-97); AVX2's take
+ * four. */
 #if X86_VNNI
 #define X8K_TOKENS 6
 #else
@@ -1614,10 +1611,17 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int NT, const void *p, in
 }
 
 typedef struct x8k_q6_K {
-    int8_t scales[16][8];    /* [16-value group][row] */
+    int8_t scales[8][16];    /* [sub-block][x8k_q6_lane]: the weights' 16-value scales as the epilogue's lanes */
     uint16_t d[8];           /* [row] */
     uint8_t q[2][4][3][64];  /* [h][p][ql 0, ql 1, qh][row * 8 + e * 4 + i] */
 } x8k_q6_K;
+
+/* The lane of the epilogue's vectors that holds row r's group gg (of the sub-block's two): the
+ * order in which packing two vectors of lane sums (one per group) to 16 bits leaves them, each
+ * 128-bit quarter holding rows 2c and 2c + 1 of both groups. */
+static int x8k_q6_lane(int r, int gg) {
+    return 4 * (r / 2) + 2 * gg + r % 2;
+}
 
 static size_t x8k_bytes_q6_K(int64_t k) {
     return (size_t)(k / QK_K) * sizeof(x8k_q6_K);
@@ -1636,69 +1640,80 @@ static void x8k_repack_q6_K(const void *rows, size_t row_bytes, int64_t k, void 
                     memcpy(&dst[1][lane], w->ql + 64 * h + 32 + 4 * g, 4);
                     memcpy(&dst[2][lane], w->qh + 32 * h + 4 * g, 4);
                 }
-            x8k_header_q6_K(w, r, p[b].scales, p[b].d);
+            for (int i = 0; i < 16; i++)
+                p[b].scales[i / 2][x8k_q6_lane(r, i % 2)] = w->scales[i];
+            p[b].d[r] = w->d;
         }
 }
 
 /* Code vector k (values 32k + a lane's four, 0..63) of a pair's ql 0, ql 1 and qh vectors: a
- * nibble of ql (k % 2 picks the vector, k / 2 the nibble) and bits 2k..2k+1 of qh. */
+ * nibble of ql (k % 2 picks the vector, k / 2 the nibble) and bits 2k..2k+1 of qh, shifted to
+ * bits 4-5 and merged in one step. */
 AVX2 static inline __m512i q6_codes16(const uint8_t (*q)[64], int k) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(3);
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     const __m512i l = _mm512_loadu_si512(q[k % 2]), qh = _mm512_loadu_si512(q[2]);
     const __m512i lo = _mm512_and_si512(k / 2 ? _mm512_srli_epi16(l, 4) : l, m4);
-    const __m512i hi = _mm512_and_si512(k ? _mm512_srli_epi16(qh, 2 * k) : qh, m2);
-    return _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+    const __m512i hs = k == 0 ? _mm512_slli_epi16(qh, 4) : k == 1 ? _mm512_slli_epi16(qh, 2) : k == 2 ? qh : _mm512_srli_epi16(qh, 2);
+    return _mm512_ternarylogic_epi32(lo, hs, m30, 0xf8); /* lo | (hs & 0x30) */
 }
 
-/* One pass of NT (1..4) tokens over every block: y[t * ys + r]. Inlined with constant NT. Code
- * vectors per sweep over a group's two pairs: all four for one or two tokens, two for more, so
- * that the sums stay in registers. Both lanes of a row share a scale (16 values per scale); the
- * +32 of the codes comes out of each lane's exact sum, half of 32 times the activations' code sum
- * over the same 16 values from each (x->off16). */
+/* One pass of NT (1..X8K_TOKENS) tokens over every block: y[t * ys + r]. Inlined with constant
+ * NT. A sub-block's four code vectors go to two sums per token, one per 16-value group; lane 2r + e
+ * of a sum is eight of row r's values, whose +32 comes out exactly (x->off8), which leaves it
+ * within 16 bits (8 * 32 * 127). Packed to 16 bits, the two groups' sums then meet their
+ * weights' scales in one vpmaddwd, which adds a row's two lanes too: one float step per sub-block
+ * and token instead of one per group, exact until the conversion (|sum| <= 2 * 32512 * 128 <
+ * 2^24). The rows' d is applied once per block. */
 AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t nb, const act_q8_256 *const x[X8K_TOKENS], float *y,
                                              size_t ys) {
-    const int ks = NT <= 2 ? 4 : 2;
+    /* each 32-bit lane's low word into its high word too: the scales as vpmaddwd's pairs */
+    const __m512i pairs = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
+    const __m512i to_lanes = _mm512_setr_epi32(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7);
     __m512 acc[X8K_TOKENS];
     for (int t = 0; t < NT; t++)
         acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const x8k_q6_K *pb = p + b;
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d));
+        __m512 blk[X8K_TOKENS];
+        for (int t = 0; t < NT; t++)
+            blk[t] = _mm512_setzero_ps();
         for (int h = 0; h < 2; h++)
-            for (int gg = 0; gg < 2; gg++) /* the groups of 16 values: pairs p = 2gg, 2gg + 1 */
-                for (int k0 = 0; k0 < 4; k0 += ks) {
-                    __m512i s[4][X8K_TOKENS];
-                    for (int k = 0; k < ks; k++)
-                        for (int t = 0; t < NT; t++)
-                            s[k][t] = _mm512_setzero_si512();
-                    for (int q = 2 * gg; q < 2 * gg + 2; q++) {
-                        /* the same bytes X8K_AHEAD on, asked for as they are used (a block's
-                         * 27 lines asked for at once stall the loads behind them) */
-                        if (k0 == 0) {
-                            for (int v = 0; v < 3; v++)
-                                _mm_prefetch((const char *)pb->q[h][q][v] + X8K_AHEAD, _MM_HINT_T1);
-                            if (h == 1)
-                                _mm_prefetch((const char *)pb + 64 * q + X8K_AHEAD, _MM_HINT_T1);
-                        }
-                        for (int k = 0; k < ks; k++) {
-                            const __m512i w = q6_codes16(pb->q[h][q], k0 + k);
-                            for (int t = 0; t < NT; t++)
-                                s[k][t] = _mm512_dpbusd_epi32(s[k][t], w, act_pair(x[t][b].q + 128 * h + 32 * (k0 + k) + 8 * q));
-                        }
+            for (int k = 0; k < 4; k++) {
+                const int j = 4 * h + k;
+                __m512i s[2][X8K_TOKENS];
+                for (int t = 0; t < NT; t++)
+                    s[0][t] = s[1][t] = _mm512_setzero_si512();
+                for (int q = 0; q < 4; q++) {
+                    /* the same bytes X8K_AHEAD on, asked for as they are used (a block's
+                     * 27 lines asked for at once stall the loads behind them) */
+                    if (k == 0) {
+                        for (int v = 0; v < 3; v++)
+                            _mm_prefetch((const char *)pb->q[h][q][v] + X8K_AHEAD, _MM_HINT_T1);
+                        if (h == 1 && q < 3)
+                            _mm_prefetch((const char *)pb + 64 * q + X8K_AHEAD, _MM_HINT_T1);
                     }
-                    for (int k = 0; k < ks; k++) {
-                        const int i = 8 * h + 2 * (k0 + k) + gg;
-                        const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)pb->scales[i]));
-                        const __m512 wsc = ps_pairs8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
-                        for (int t = 0; t < NT; t++) {
-                            const __m512 exact = _mm512_cvtepi32_ps(_mm512_sub_epi32(s[k][t], _mm512_set1_epi32(x[t][b].off16[i])));
-                            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(wsc, _mm512_set1_ps(x[t][b].ds[4 * h + k0 + k])), exact, acc[t]);
-                        }
-                    }
+                    const __m512i w = q6_codes16(pb->q[h][q], k);
+                    for (int t = 0; t < NT; t++)
+                        s[q / 2][t] = _mm512_dpbusd_epi32(s[q / 2][t], w, act_pair(x[t][b].q + 32 * j + 8 * q));
                 }
+                const __m512i sc = _mm512_shuffle_epi8(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)pb->scales[j])), pairs);
+                for (int t = 0; t < NT; t++) {
+                    const __m512i e0 = _mm512_sub_epi32(s[0][t], act_pair((const int8_t *)&x[t][b].off8[4 * j]));
+                    const __m512i e1 = _mm512_sub_epi32(s[1][t], act_pair((const int8_t *)&x[t][b].off8[4 * j + 2]));
+                    const __m512i prod = _mm512_madd_epi16(_mm512_packs_epi32(e0, e1), sc);
+                    blk[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_set1_ps(x[t][b].ds[j]), blk[t]);
+                }
+            }
+        const __m512 d = _mm512_permutexvar_ps(to_lanes, _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pb->d))));
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm512_fmadd_ps(d, blk[t], acc[t]);
     }
-    for (int t = 0; t < NT; t++)
-        store_row_pairs(y + (size_t)t * ys, acc[t]);
+    /* row 2c + e: lanes 4c + e and 4c + 2 + e */
+    const __m512i rows = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 1, 4, 5, 8, 9, 12, 13);
+    for (int t = 0; t < NT; t++) {
+        const __m512 sum = _mm512_add_ps(acc[t], _mm512_shuffle_ps(acc[t], acc[t], 0x4e));
+        _mm256_storeu_ps(y + (size_t)t * ys, _mm512_castps512_ps256(_mm512_permutexvar_ps(rows, sum)));
+    }
 }
 
 #else
@@ -1809,6 +1824,13 @@ typedef struct x8k_q6_K {
     uint8_t q[2][8][3][32];  /* [h][g][ql 0, ql 1, qh][row * 4 + i] */
 } x8k_q6_K;
 
+/* The AVX2 kept Q6_K layout's header: row r's 16 scales transposed (one vector of eight rows each), d. */
+static void x8k_header_q6_K(const block_q6_K *w, int r, int8_t scales[16][8], uint16_t d[8]) {
+    for (int i = 0; i < 16; i++)
+        scales[i][r] = w->scales[i];
+    d[r] = w->d;
+}
+
 static size_t x8k_bytes_q6_K(int64_t k) {
     return (size_t)(k / QK_K) * sizeof(x8k_q6_K);
 }
@@ -1880,20 +1902,17 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
 /* The pass of one K-quant format, constant after inlining. */
 AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int NT, const void *packed, int64_t nb, const act_q8_256 *const x[X8K_TOKENS],
                                         float *y, size_t ys) {
-    if (type == QUANT_Q6_K) {
-        if (NT <= 4) /* Q6_K's passes take four tokens at most (x8k_gemm_256): none is compiled for more */
-            x8k_pass_q6_K(NT, packed, nb, x, y, ys);
-    } else
+    if (type == QUANT_Q6_K)
+        x8k_pass_q6_K(NT, packed, nb, x, y, ys);
+    else
         x8k_pass_k45(type == QUANT_Q5_K, NT, packed, nb, x, y, ys);
 }
 
-/* Tokens X8K_TOKENS at a time for Q4_K and Q5_K (Q6_K's pass runs out of registers beyond four:
- * six ran 7% slower), the last pass with those left (as x8p_gemm_32). */
+/* Tokens X8K_TOKENS at a time, the last pass with those left (as x8p_gemm_32). */
 AVX2 static KERNEL_INLINE void x8k_gemm_256(uint32_t type, const void *packed, int64_t k, const void *xq, size_t xs,
                                             int64_t n_tok, float *y, size_t ys) {
-    const int per = type == QUANT_Q6_K ? 4 : X8K_TOKENS;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += per) {
-        const int nt = n_tok - t0 < per ? (int)(n_tok - t0) : per;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += X8K_TOKENS) {
+        const int nt = n_tok - t0 < X8K_TOKENS ? (int)(n_tok - t0) : X8K_TOKENS;
         const act_q8_256 *x[X8K_TOKENS];
         for (int t = 0; t < X8K_TOKENS; t++)
             x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);

@@ -166,11 +166,14 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
             out[b].sp[j] = out[b].s[j / 2];
         for (int i = 0; i < 256; i++)
             out[b].q[i] = round_q(x[i] * id[i / 32]);
+        /* each 16 codes' sum from its two halves as off8 splits them */
         for (int g = 0; g < 16; g++) {
-            int32_t sum = 0;
+            int32_t half[2] = { 0, 0 };
             for (int i = 0; i < 16; i++)
-                sum += out[b].q[16 * g + i];
-            out[b].bsums[g] = (int16_t)sum;
+                half[i / 4 % 2] += out[b].q[16 * g + i];
+            out[b].off8[2 * g] = 32 * half[0];
+            out[b].off8[2 * g + 1] = 32 * half[1];
+            out[b].bsums[g] = (int16_t)(half[0] + half[1]);
         }
         cpu_q8_256_products(&out[b]);
     }
@@ -181,8 +184,6 @@ void cpu_q8_256_products(act_q8_256 *a) {
         a->ms[j] = (float)(a->s[j] * (a->bsums[2 * j] + a->bsums[2 * j + 1]));
         a->ds[j] = a->d * (float)a->s[j];
     }
-    for (int g = 0; g < 16; g++)
-        a->off16[g] = 16 * a->bsums[g];
 }
 
 /* The scalar integer products: exact integer sums per block, then the block's float scales. */
