@@ -184,6 +184,11 @@ void cpu_q8_256_products(act_q8_256 *a) {
         a->ms[j] = (float)(a->s[j] * (a->bsums[2 * j] + a->bsums[2 * j + 1]));
         a->ds[j] = a->d * (float)a->s[j];
     }
+    for (int i = 0; i < 16; i++) {
+        a->dsp[i] = a->ds[i / 2];
+        a->msp[i] = a->ms[i / 2];
+        a->off16[i] = (a->off8[2 * i - i % 2] + a->off8[2 * i - i % 2 + 2]) / 2; /* sub-block i / 2's two groups */
+    }
 }
 
 /* The scalar integer products: exact integer sums per block, then the block's float scales. */
