@@ -1547,6 +1547,11 @@ AVX2 static inline void x8k_store_rows(float *y, __m512 acc) {
     _mm256_storeu_ps(y, _mm512_castps512_ps256(_mm512_permutexvar_ps(rows, sum)));
 }
 
+/* The 128-bit half h of u in both halves. */
+AVX2 static inline __m256i half_twice(__m256i u, int h) {
+    return h ? _mm256_permute4x64_epi64(u, 0xee) : _mm256_permute4x64_epi64(u, 0x44);
+}
+
 /* One pass of NT (1..X8K_TOKENS) tokens over every block of Q4_K, or of Q5_K (five: the fifth bits
  * added to the codes): y[t * ys + r]. Inlined with constant NT and format.
  * A lane's sum covers 16 codes of one sub-block; Q4_K's (codes 0..15) fits 16 bits, and so does
@@ -1578,8 +1583,8 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int NT, const void *p, in
         __m512i sc[4];
         __m512 coef[4]; /* the minimums' terms per unit of the activations' ms */
         for (int j = 0; j < 4; j++) {
-            sc[j] = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(_mm256_permute4x64_epi64(u[j / 2], j % 2 ? 0xee : 0x44), order));
-            const __m512i mn = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(_mm256_permute4x64_epi64(u[2 + j / 2], j % 2 ? 0xee : 0x44), order));
+            sc[j] = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(half_twice(u[j / 2], j % 2), order));
+            const __m512i mn = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(half_twice(u[2 + j / 2], j % 2), order));
             const __m512 dm = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(mn, 16)));
             coef[j] = five ? _mm512_fmsub_ps(_mm512_mul_ps(d, _mm512_set1_ps(16.0f)), _mm512_cvtepi32_ps(_mm512_srli_epi32(sc[j], 16)), dm)
                            : _mm512_sub_ps(_mm512_setzero_ps(), dm);
