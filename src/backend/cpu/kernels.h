@@ -31,8 +31,9 @@ typedef struct act_q8_256 {
     float ms[8];       /* s[j] * the sum of sub-block j's codes, exactly: the term a K-quant's minimums
                         * multiply, made once per token instead of once per eight weight rows */
     float ds[8];       /* d * s[j], the sub-block's float scale, made once per token */
-    float dsp[16];     /* ds and ms each twice: (x[2j], x[2j], x[2j + 1], x[2j + 1]) is one 128-bit load */
-    float msp[16];     /* for a pair j of sub-blocks in the VNNI K-quant kernels' lane order */
+    float dsp[16];     /* ds, each twice: dsp + 4j is pair j of sub-blocks in one 128-bit load, in the
+                        * VNNI K-quant kernels' lane order (ds[2j], ds[2j], ds[2j + 1], ds[2j + 1]) */
+    float msp[16];     /* ms, each twice, the same way */
     int32_t off8[32];  /* 32 * the sum of codes 16g + 4e + (0..3, 8..11) (off8[2g + e]): what a lane
                         * of the VNNI eight-row Q6_K layout takes off its codes stored plus 32 */
     int32_t off16[16]; /* 16 * the sum of codes 32j + 8q + 4e + (0..3), q < 4 (off16[2j + e]): the
