@@ -498,6 +498,56 @@ int main(void) {
         free(y0);
         free(y1);
     }
+    /* attention's softmax step: every path gives the scalar twin's values and sum bit for bit
+     * (ragged lengths, scores far below the maximum, a NaN), and the twin is exp: each value
+     * within 4e-7 relative of libm's expf (+1e-37 for the clamped tail), the sum within 1e-6 of the
+     * double-precision sum of the same values */
+    {
+        enum { NS = 67 };
+        int bad_ref = 0, differ[8] = { 0 };
+        for (int n = 0; n <= NS; n++) {
+            float src[NS], s0[NS], s1[NS];
+            for (int i = 0; i < n; i++)
+                src[i] = (float)(i % 5 == 0 ? 30.0 * rnd_unit() : i % 7 == 0 ? -100.0 - 10.0 * rnd_unit() : 8.0 * rnd_unit());
+            if (n == NS)
+                src[n / 2] = NAN;
+            const float m = 12.5f;
+            memcpy(s0, src, (size_t)n * sizeof *s0);
+            const float sum0 = cpu_exp_sum_scalar(s0, n, m);
+            double exact = 0.0;
+            for (int i = 0; i < n; i++) {
+                const float libm = expf(src[i] - m);
+                if (isnan(src[i]) ? !isnan(s0[i]) : fabsf(s0[i] - libm) > 4e-7f * libm + 1e-37f)
+                    bad_ref++;
+                exact += s0[i];
+            }
+            if (n == NS ? !isnan(sum0) : fabs((double)sum0 - exact) > 1e-6 * exact)
+                bad_ref++;
+            for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+                if (!all[p] || !all_ok[p])
+                    continue;
+                memcpy(s1, src, (size_t)n * sizeof *s1);
+                const float sum1 = all[p]->exp_sum(s1, n, m);
+                differ[p] += memcmp(s0, s1, (size_t)n * sizeof *s0) != 0 || f32_bits(sum0) != f32_bits(sum1);
+            }
+        }
+        if (bad_ref) {
+            failed++;
+            printf("FAIL exp_sum: %d values or sums off the C library's exp\n", bad_ref);
+        } else {
+            passed++;
+        }
+        for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
+            if (!all[p] || !all_ok[p])
+                continue;
+            if (differ[p]) {
+                failed++;
+                printf("FAIL %s exp_sum: %d lengths differ from the scalar twin\n", all[p]->name, differ[p]);
+            } else {
+                passed++;
+            }
+        }
+    }
     /* attention's run kernels over an f16 cache: the f32 ones' bits on the converted rows */
     for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
         if (!all[p] || !all_ok[p] || !all[p]->dot_rows_f16 || !all[p]->axpy_rows_f16)

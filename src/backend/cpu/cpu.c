@@ -1099,25 +1099,18 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
                 out[g] = scores + g * ATTN_TILE + run_first[u];
             rows_dot_heads(j->c->k, q, nh, k, run_len[u], hd, out);
         }
-        for (int g = 0; g < nh; g++)
-            for (int i = 0; i < n; i++) {
-                float v = scores[g * ATTN_TILE + i] * p->scale;
-                if (p->softcap > 0)
-                    v = p->softcap * tanhf(v / p->softcap);
-                scores[g * ATTN_TILE + i] = v;
-            }
         for (int g = 0; g < nh; g++) {
             float *sc = scores + g * ATTN_TILE, m = max[g];
+            for (int i = 0; i < n; i++)
+                sc[i] *= p->scale;
+            if (p->softcap > 0)
+                for (int i = 0; i < n; i++)
+                    sc[i] = p->softcap * tanhf(sc[i] / p->softcap);
             for (int i = 0; i < n; i++)
                 m = sc[i] > m ? sc[i] : m;
             /* rescale what was summed under the old maximum (exp(-inf) = 0 on the first tile) */
             const float keep = expf(max[g] - m);
-            float tile_sum = 0.0f;
-            for (int i = 0; i < n; i++) {
-                sc[i] = expf(sc[i] - m);
-                tile_sum += sc[i];
-            }
-            sum[g] = sum[g] * keep + tile_sum;
+            sum[g] = sum[g] * keep + j->c->k->exp_sum(sc, n, m);
             max[g] = m;
             if (keep != 1.0f)
                 for (int d = 0; d < hd; d++)

@@ -61,6 +61,11 @@ typedef enum cpu_glu_kind { CPU_GLU_SILU, CPU_GLU_GELU_TANH } cpu_glu_kind;
  * fused multiply-add, whose library versions differ) that every path's vectors repeat in the same
  * order, so every path, on every system, gives these bits. */
 void cpu_glu_scalar(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n);
+/* Attention's softmax over a tile of scores: s[i] = exp(s[i] - m) in cpu_glu_scalar's exp (a NaN
+ * stays NaN), and their sum: the first n - n % 8 in eight lanes (lane i % 8) reduced as the
+ * vectors' hsum does, ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), plus the rest summed in
+ * order. One call per tile instead of libm's expf per score (a tenth of a prompt's attention). */
+float cpu_exp_sum_scalar(float *s, int64_t n, float m);
 /* The scalar half-precision conversions (core/f16.h in a loop), for paths without their own. */
 void cpu_f16_from_f32(const float *x, uint16_t *y, int64_t n);
 void cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n);
@@ -86,6 +91,8 @@ typedef struct cpu_kernels {
     void (*axpy_rows_f16)(float *y, const float *a, const uint16_t *x, size_t xs, int n, int64_t n_el);
     /* cpu_glu_scalar, bit for bit; never NULL */
     void (*glu)(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n);
+    /* cpu_exp_sum_scalar, bit for bit; never NULL */
+    float (*exp_sum)(float *s, int64_t n, float m);
     /* The same over the same rows for nq (1..4) query heads at once (a group sharing a KV head):
      * each value converted once serves every head, and each head's results are bit for bit the
      * one-head kernels' (out[h][r], y[h] with weights a[h]). NULL: the one-head kernels per head. */

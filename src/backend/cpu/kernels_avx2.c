@@ -41,16 +41,40 @@ AVX2 static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+#if X86_VNNI
+/* The float run kernels' four eight-lane sums over 32-value steps, s0 .. s3, are two 512-bit ones
+ * here, [s0 | s1] and [s2 | s3]: the same lanes taking the same values in the same order, so the
+ * same bits as the AVX2 path, in half the instructions (and twice the products a cycle where the
+ * units are 512 bits wide, as on Zen 5). */
+AVX2 static inline __m256 hi256(__m512 v) {
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+/* 16 halves as floats */
+AVX2 static inline __m512 ld_h16(const uint16_t *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+#endif
+
 /* A row's products summed into eight lanes: what dot_f32 reduces, for the n - n % 8 first values. */
 AVX2 static inline __m256 dot_lanes(const float *a, const float *b, int64_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     int64_t i = 0;
+#if X86_VNNI
+    __m512 s01 = _mm512_setzero_ps(), s23 = _mm512_setzero_ps();
+    for (; i + 32 <= n; i += 32) {
+        s01 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s01);
+        s23 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s23);
+    }
+    __m256 s0 = _mm512_castps512_ps256(s01), s1 = hi256(s01), s2 = _mm512_castps512_ps256(s23), s3 = hi256(s23);
+#else
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     for (; i + 32 <= n; i += 32) {
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
         s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
         s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
     }
+#endif
     for (; i + 8 <= n; i += 8)
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
     return _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
@@ -107,7 +131,7 @@ AVX2 static void half_to_f32(const uint16_t *x, float *y, int64_t n) {
 /* cpu_glu_scalar on eight values at once, step for step (each multiply and add rounded once, as
  * the twin's; rounding to nearest even as rintf does), so every value gets the scalar twin's bits;
  * the tail is the twin. */
-AVX2 static inline __m256 glu_exp8(__m256 x) {
+AVX2 static inline __m256 exp8(__m256 x) {
     x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f)); /* x > lo ? x : lo, NaN to lo like the twin */
     x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
@@ -134,12 +158,26 @@ AVX2 static void glu(cpu_glu_kind kind, const float *g, const float *u, float *y
                                ? neg
                                : _mm256_mul_ps(neg, _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(0.0713548162726008f), _mm256_mul_ps(v, v)),
                                                                   _mm256_set1_ps(1.5957691216057308f)));
-        __m256 a = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), glu_exp8(arg)));
+        __m256 a = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(arg)));
         if (u)
             a = _mm256_mul_ps(a, _mm256_loadu_ps(u + i));
         _mm256_storeu_ps(y + i, a);
     }
     cpu_glu_scalar(kind, g + i, u ? u + i : NULL, y + i, n - i);
+}
+
+AVX2 static float exp_sum(float *s, int64_t n, float m) {
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 lanes = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_sub_ps(_mm256_loadu_ps(s + i), mv);
+        const __m256 e = _mm256_blendv_ps(exp8(x), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); /* NaN stays */
+        _mm256_storeu_ps(s + i, e);
+        lanes = _mm256_add_ps(lanes, e);
+    }
+    /* the twin on fewer than eight gives 0 + its tail in order: the tail exactly */
+    return hsum(lanes) + cpu_exp_sum_scalar(s + i, n - i, m);
 }
 
 /* Attention scores are dots of short rows (head sizes of 64 to 256), where dot_f32's own
@@ -193,14 +231,23 @@ AVX2 static inline __m256 ld_h8(const uint16_t *p) {
 }
 
 AVX2 static inline __m256 dot_lanes_h(const float *a, const uint16_t *b, int64_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     int64_t i = 0;
+#if X86_VNNI
+    __m512 s01 = _mm512_setzero_ps(), s23 = _mm512_setzero_ps();
+    for (; i + 32 <= n; i += 32) {
+        s01 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), ld_h16(b + i), s01);
+        s23 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), ld_h16(b + i + 16), s23);
+    }
+    __m256 s0 = _mm512_castps512_ps256(s01), s1 = hi256(s01), s2 = _mm512_castps512_ps256(s23), s3 = hi256(s23);
+#else
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     for (; i + 32 <= n; i += 32) {
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), ld_h8(b + i), s0);
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), ld_h8(b + i + 8), s1);
         s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), ld_h8(b + i + 16), s2);
         s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), ld_h8(b + i + 24), s3);
     }
+#endif
     for (; i + 8 <= n; i += 8)
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), ld_h8(b + i), s0);
     return _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
@@ -246,9 +293,27 @@ AVX2 static KERNEL_INLINE void dot_rows_f16_nq(int NQ, const float *const *q, co
         for (int r = 0; r < nr; r++) {
             const uint16_t *b = x + (size_t)(r0 + r) * xs;
             __m256 s[4][4];
+            int64_t i = 0;
+#if X86_VNNI
+            __m512 s01[4], s23[4]; /* as dot_lanes: [s0 | s1], [s2 | s3] */
+            for (int h = 0; h < NQ; h++)
+                s01[h] = s23[h] = _mm512_setzero_ps();
+            for (; i + 32 <= n_el; i += 32) {
+                const __m512 k01 = ld_h16(b + i), k23 = ld_h16(b + i + 16);
+                for (int h = 0; h < NQ; h++) {
+                    s01[h] = _mm512_fmadd_ps(_mm512_loadu_ps(q[h] + i), k01, s01[h]);
+                    s23[h] = _mm512_fmadd_ps(_mm512_loadu_ps(q[h] + i + 16), k23, s23[h]);
+                }
+            }
+            for (int h = 0; h < NQ; h++) {
+                s[h][0] = _mm512_castps512_ps256(s01[h]);
+                s[h][1] = hi256(s01[h]);
+                s[h][2] = _mm512_castps512_ps256(s23[h]);
+                s[h][3] = hi256(s23[h]);
+            }
+#else
             for (int h = 0; h < NQ; h++)
                 s[h][0] = s[h][1] = s[h][2] = s[h][3] = _mm256_setzero_ps();
-            int64_t i = 0;
             for (; i + 32 <= n_el; i += 32) {
                 const __m256 k0 = ld_h8(b + i), k1 = ld_h8(b + i + 8), k2 = ld_h8(b + i + 16), k3 = ld_h8(b + i + 24);
                 for (int h = 0; h < NQ; h++) {
@@ -258,6 +323,7 @@ AVX2 static KERNEL_INLINE void dot_rows_f16_nq(int NQ, const float *const *q, co
                     s[h][3] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i + 24), k3, s[h][3]);
                 }
             }
+#endif
             for (; i + 8 <= n_el; i += 8) {
                 const __m256 k0 = ld_h8(b + i);
                 for (int h = 0; h < NQ; h++)
@@ -292,6 +358,35 @@ AVX2 static void dot_rows_f16_heads(const float *const *q, int nq, const uint16_
  * steps in the same order as in the one-head kernel. */
 AVX2 static KERNEL_INLINE void axpy_rows_f16_nq(int NQ, float *const *y, const float *const *a, const uint16_t *x, size_t xs, int n,
                                                 int64_t n_el) {
+#if X86_VNNI
+    /* 64 values of every head a step in 512-bit registers, the last step's vectors masked to
+     * what is left: each value's steps are the same whatever the vectors' width */
+    for (int64_t s0 = 0; s0 < n_el; s0 += 64) {
+        const int64_t w = n_el - s0 < 64 ? n_el - s0 : 64;
+        const int nv = (int)((w + 15) / 16);
+        __mmask16 mask[4];
+        __m512 acc[4][4];
+        for (int v = 0; v < nv; v++)
+            mask[v] = (__mmask16)(w - 16 * v >= 16 ? 0xffff : (1u << (w - 16 * v)) - 1);
+        for (int h = 0; h < NQ; h++)
+            for (int v = 0; v < nv; v++)
+                acc[h][v] = _mm512_maskz_loadu_ps(mask[v], y[h] + s0 + 16 * v);
+        for (int r = 0; r < n; r++) {
+            const uint16_t *xr = x + (size_t)r * xs + s0;
+            __m512 k[4];
+            for (int v = 0; v < nv; v++)
+                k[v] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask[v], xr + 16 * v));
+            for (int h = 0; h < NQ; h++) {
+                const __m512 av = _mm512_set1_ps(a[h][r]);
+                for (int v = 0; v < nv; v++)
+                    acc[h][v] = _mm512_fmadd_ps(av, k[v], acc[h][v]);
+            }
+        }
+        for (int h = 0; h < NQ; h++)
+            for (int v = 0; v < nv; v++)
+                _mm512_mask_storeu_ps(y[h] + s0 + 16 * v, mask[v], acc[h][v]);
+    }
+#else
     for (int64_t s0 = 0; s0 < n_el; s0 += 32) {
         const int nv = (int)((n_el - s0 < 32 ? n_el - s0 : 32) / 8);
         __m256 acc[4][4];
@@ -313,6 +408,7 @@ AVX2 static KERNEL_INLINE void axpy_rows_f16_nq(int NQ, float *const *y, const f
             for (int v = 0; v < nv; v++)
                 _mm256_storeu_ps(y[h] + s0 + 8 * v, acc[h][v]);
     }
+#endif
 }
 
 AVX2 static void axpy_rows_f16_heads(float *const *y, const float *const *a, int nq, const uint16_t *x, size_t xs, int n,
@@ -1964,6 +2060,7 @@ static const cpu_kernels avx2 = {
     .dot_rows_f16_heads = dot_rows_f16_heads,
     .axpy_rows_f16_heads = axpy_rows_f16_heads,
     .glu = glu,
+    .exp_sum = exp_sum,
     .quantize_q8_32 = quantize_q8_32,
     .quantize_q8_256 = quantize_q8_256,
     .gemm_f32 = gemm_f32,

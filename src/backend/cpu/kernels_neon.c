@@ -262,6 +262,7 @@ static const cpu_kernels NEON_TABLE = {
     .f16_from_f32 = half_from_f32,
     .f16_to_f32 = half_to_f32,
     .glu = cpu_glu_scalar,
+    .exp_sum = cpu_exp_sum_scalar,
     .quantize_q8_32 = cpu_quantize_q8_32, /* scalar: NEON versions are still to come */
     .quantize_q8_256 = cpu_quantize_q8_256,
     .gemm_f32 = gemm_f32,

@@ -34,12 +34,13 @@ static float dot_f32_scalar(const float *a, const float *b, int64_t n) {
     return sum;
 }
 
-/* exp(x) in the steps cpu_glu_scalar names. The clamp keeps 2^n a normal float (NaN becomes the
- * low end, as the vectors' max does; the activations' v carries the NaN through). The polynomial's
+/* exp(x) in the steps cpu_glu_scalar names (cpu_exp_sum_scalar's too). The clamp keeps 2^n a
+ * normal float (NaN becomes the low end, as the vectors' max does; the activations' v carries the
+ * NaN through; a softmax's far tail gets e^-87 for about 0). The polynomial's
  * coefficients are the classic minimax ones for e^r - 1 - r on [-ln2/2, ln2/2]. Every step is a
  * separate multiply or add, each rounded once: no fused multiply-add, whose C library version is
  * not correctly rounded everywhere (MinGW's differs from the vectors' instruction). */
-static float glu_exp(float x) {
+static float exp_steps(float x) {
     x = x > -87.0f ? x : -87.0f;
     x = x < 88.0f ? x : 88.0f;
     const float n = rintf(x * 1.44269504088896341f);
@@ -63,9 +64,27 @@ void cpu_glu_scalar(cpu_glu_kind kind, const float *g, const float *u, float *y,
         const float v = g[i];
         /* the argument of exp: -v for SiLU, -2u = -v (2k + 2k 0.044715 v^2) for GELU, k = sqrt(2/pi) */
         const float arg = kind == CPU_GLU_SILU ? -v : -v * (0.0713548162726008f * (v * v) + 1.5957691216057308f);
-        const float a = v / (1.0f + glu_exp(arg));
+        const float a = v / (1.0f + exp_steps(arg));
         y[i] = u ? a * u[i] : a;
     }
+}
+
+float cpu_exp_sum_scalar(float *s, int64_t n, float m) {
+    float lane[8] = { 0 };
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            const float x = s[i + k] - m;
+            s[i + k] = x != x ? x : exp_steps(x); /* a NaN score stays NaN (exp_steps clamps it) */
+            lane[k] += s[i + k];
+        }
+    float tail = 0.0f;
+    for (; i < n; i++) {
+        const float x = s[i] - m;
+        s[i] = x != x ? x : exp_steps(x);
+        tail += s[i];
+    }
+    return (((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]))) + tail;
 }
 
 /* One generic fused kernel per type: dequantize a block into registers-sized scratch, multiply. */
@@ -367,6 +386,7 @@ static const cpu_kernels scalar = {
     .f16_from_f32 = cpu_f16_from_f32,
     .f16_to_f32 = cpu_f16_to_f32,
     .glu = cpu_glu_scalar,
+    .exp_sum = cpu_exp_sum_scalar,
     .quantize_q8_32 = cpu_quantize_q8_32,
     .quantize_q8_256 = cpu_quantize_q8_256,
     .gemm_f32 = gemm_f32_scalar,
