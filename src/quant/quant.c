@@ -36,7 +36,7 @@ static const quant_traits traits[QUANT_TYPE_COUNT] = {
     [QUANT_BF16] = { "bf16", 1, 2, quant_dequantize_bf16 },
     [QUANT_TQ1_0] = { "tq1_0", QK_K, 54, NULL },
     [QUANT_TQ2_0] = { "tq2_0", QK_K, 66, NULL },
-    [QUANT_MXFP4] = { "mxfp4", 32, 17, NULL },
+    [QUANT_MXFP4] = { "mxfp4", QK_MXFP4, 17, quant_dequantize_mxfp4 },
 };
 
 const quant_traits *quant_get(uint32_t type) {

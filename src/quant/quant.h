@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The type numbers stored in GGUF tensor infos. Gaps are types ggml has removed. */
 typedef enum quant_type {
@@ -86,6 +87,29 @@ typedef struct block_q8_0 {
     int8_t qs[QK8_0];
 } block_q8_0;
 static_assert(sizeof(block_q8_0) == 34, "q8_0 block size");
+
+/* MXFP4 (OCP microscaling, gpt-oss's experts): 32 four-bit E2M1 values sharing one E8M0 exponent.
+ * Codes index quant_mxfp4_values (E2M1 doubled, so integers) and the scale is 2^(e - 128), half
+ * of the E8M0 value to undo the doubling; low nibbles are values 0..15, high nibbles 16..31. */
+#define QK_MXFP4 32
+typedef struct block_mxfp4 {
+    uint8_t e;              /* shared exponent, E8M0 */
+    uint8_t qs[QK_MXFP4 / 2];
+} block_mxfp4;
+static_assert(sizeof(block_mxfp4) == 17, "mxfp4 block size");
+
+/* E2M1's sixteen values, doubled: sign bit 3, then 0, 0.5, 1, 1.5, 2, 3, 4, 6 times two (the
+ * vector kernels load it as their lookup table; 16 bytes, so one 128-bit load). */
+extern const int8_t quant_mxfp4_values[16];
+
+/* 2^(e - 128) exactly, as bits: a subnormal for e < 2 (e = 0 is 2^-128), and e = 255 is 2^127,
+ * not NaN (ggml's reading of the format, which the files are written for). */
+static inline float quant_e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 /* K-quants: 256 values in 8 sub-blocks of 32 (Q4_K, Q5_K) or 16 sub-blocks of 16 (Q6_K). */
 typedef struct block_q4_K {
@@ -181,5 +205,6 @@ void quant_dequantize_q8_0(const void *src, float *out, int64_t n);
 void quant_dequantize_q4_K(const void *src, float *out, int64_t n);
 void quant_dequantize_q5_K(const void *src, float *out, int64_t n);
 void quant_dequantize_q6_K(const void *src, float *out, int64_t n);
+void quant_dequantize_mxfp4(const void *src, float *out, int64_t n);
 
 #endif

@@ -1,4 +1,4 @@
-/* quant_legacy.c: the 32-element block formats Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0.
+/* quant_legacy.c: the 32-element block formats Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4.
  * Layouts follow ggml's block definitions; each value is scale * code (+ min), computed in float in
  * the same order as the gguf package's NumPy reference so that results are bit-identical. */
 #include <string.h>
@@ -67,5 +67,18 @@ void quant_dequantize_q8_0(const void *src, float *out, int64_t n) {
         const float d = f16_to_f32(b[i].d);
         for (int j = 0; j < QK8_0; j++)
             out[j] = d * (float)b[i].qs[j];
+    }
+}
+
+const int8_t quant_mxfp4_values[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+void quant_dequantize_mxfp4(const void *src, float *out, int64_t n) {
+    const block_mxfp4 *b = src;
+    for (int64_t i = 0; i < n / QK_MXFP4; i++, out += QK_MXFP4) {
+        const float d = quant_e8m0_half(b[i].e);
+        for (int j = 0; j < QK_MXFP4 / 2; j++) {
+            out[j] = d * (float)quant_mxfp4_values[b[i].qs[j] & 0x0f];
+            out[j + QK_MXFP4 / 2] = d * (float)quant_mxfp4_values[b[i].qs[j] >> 4];
+        }
     }
 }

@@ -54,7 +54,7 @@ int main(void) {
     const bool avx2_ok = f.avx2 && f.fma && f.f16c, vnni_ok = avx2_ok && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
     const bool runnable[] = { avx2_ok, vnni_ok, f.neon, f.neon && f.dotprod };
     const uint32_t types[] = { QUANT_F32, QUANT_F16, QUANT_BF16, QUANT_Q4_0, QUANT_Q4_1, QUANT_Q5_0,
-                               QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K };
+                               QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K, QUANT_MXFP4 };
     int passed = 0, failed = 0, skipped = 0;
     uint8_t *row = malloc(64 * 256 * 8);
     float *x = malloc(64 * 256 * sizeof *x), *w = malloc(64 * 256 * sizeof *w);

@@ -134,7 +134,7 @@ static void sum_checks(void) {
 
 int main(void) {
     static const char *paths[] = { "scalar", "avx2", "avx512vnni", "neon", "neon-dotprod" };
-    const uint32_t types[] = { QUANT_Q8_0, QUANT_Q4_0, QUANT_Q4_1, QUANT_Q4_K, QUANT_Q6_K, QUANT_F16, QUANT_F32 };
+    const uint32_t types[] = { QUANT_Q8_0, QUANT_Q4_0, QUANT_Q4_1, QUANT_Q4_K, QUANT_Q6_K, QUANT_MXFP4, QUANT_F16, QUANT_F32 };
     int ran = 0;
     for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
         for (int act = 0; act < 2; act++) {

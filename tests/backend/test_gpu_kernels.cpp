@@ -435,7 +435,7 @@ bool float_variant(int v) { return gk_variant_supports(GK_PREFILL, v, QUANT_F32)
 std::vector<check> all_checks() {
     std::vector<check> c;
     const uint32_t types[] = { QUANT_F32, QUANT_F16, QUANT_BF16, QUANT_Q4_0, QUANT_Q4_1, QUANT_Q5_0,
-                               QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K };
+                               QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K, QUANT_MXFP4 };
     for (uint32_t t : types) {
         const std::string n = quant_name(t);
         for (int64_t n_tok : { 1, 3, 8, 9, 70 })
@@ -492,7 +492,7 @@ std::vector<check> all_checks() {
     c.push_back({ "moe_route 128 experts top 8", [] { return moe_route_case(3, 128, 8, true, false); }, 1e-10 });
     c.push_back({ "moe_route 1024 experts top 64 ties", [] { return moe_route_case(2, 1024, 64, false, true); }, 1e-10 });
     c.push_back({ "moe_route all equal", [] { return moe_route_case(2, 16, 16, true, true); }, 1e-10 });
-    for (uint32_t t : { QUANT_Q8_0, QUANT_Q4_0, QUANT_Q4_K, QUANT_F16, QUANT_F32, QUANT_Q6_K }) {
+    for (uint32_t t : { QUANT_Q8_0, QUANT_Q4_0, QUANT_Q4_K, QUANT_F16, QUANT_F32, QUANT_Q6_K, QUANT_MXFP4 }) {
         const std::string n = quant_name(t);
         for (int64_t n_tok : { 1, 3, 17 })
             for (bool per_slot : { false, true })

@@ -24,7 +24,7 @@ from gguf.quants import dequantize
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import Checks  # noqa: E402
 
-SUPPORTED = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K]
+SUPPORTED = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K, T.MXFP4]
 # Where each type keeps its f16 scales (byte offsets in the block), to plant edge values there.
 SCALE_OFFSETS = {T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
                  T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208]}
@@ -80,6 +80,14 @@ def generated_blocks(qtype, rng):
         vals = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, 1e-45, 3.4e38], dtype=np.float32)
         yield "edge floats", vals.view(np.uint8)
         return
+    if qtype == T.MXFP4:  # one E8M0 exponent byte first: every one of the 256, under random codes
+        b = rng.integers(0, 256, size=(256, size), dtype=np.uint8)
+        b[:, 0] = np.arange(256, dtype=np.uint8)
+        yield "random codes under every exponent", b.reshape(-1)
+        b = np.tile((np.arange(size) * 17 % 256).astype(np.uint8), (256, 1))  # codes 0..15 in both nibbles
+        b[:, 0] = np.arange(256, dtype=np.uint8)
+        yield "every code under every exponent", b.reshape(-1)
+        return
     nblocks = 64
     rand = rng.integers(0, 256, size=(nblocks, size), dtype=np.uint8)
     for off in SCALE_OFFSETS[qtype]:  # random codes with sane scales
@@ -119,9 +127,11 @@ def check_dot(dump, tmp):
         else:
             nb = n // block
             blocks = rng.integers(0, 256, size=(nb, size), dtype=np.uint8)
-            for off in SCALE_OFFSETS[qtype]:
+            for off in SCALE_OFFSETS.get(qtype, []):
                 blocks[:, off:off + 2] = np.frombuffer(np.float16(rng.uniform(-0.05, 0.05, nb)).tobytes(),
                                                        dtype=np.uint8).reshape(nb, 2)
+            if qtype == T.MXFP4:  # exponents around 2^-5
+                blocks[:, 0] = rng.integers(118, 126, size=nb, dtype=np.uint8)
             raw = blocks.reshape(-1)
         x = rng.standard_normal(n).astype(np.float32)
         inp, xp = os.path.join(tmp, "row.bin"), os.path.join(tmp, "x.f32")

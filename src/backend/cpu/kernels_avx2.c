@@ -482,6 +482,18 @@ AVX2 static float dot_q4_0(const void *row, const float *x, int64_t n) {
     return hsum(acc);
 }
 
+AVX2 static float dot_mxfp4(const void *row, const float *x, int64_t n) {
+    const block_mxfp4 *b = row;
+    const __m128i v = _mm_loadu_si128((const __m128i *)quant_mxfp4_values);
+    const __m256i lut = _mm256_set_m128i(v, v);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_MXFP4; i++, x += QK_MXFP4) {
+        const __m256i q = _mm256_shuffle_epi8(lut, nibbles32(b[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(quant_e8m0_half(b[i].e)), dot32(q, x), acc);
+    }
+    return hsum(acc);
+}
+
 AVX2 static float dot_q4_1(const void *row, const float *x, int64_t n) {
     const block_q4_1 *b = row;
     __m256 acc = _mm256_setzero_ps();
@@ -808,10 +820,35 @@ AVX2 static inline __m128 block_factors(const void *block, bool has_min, const a
     return _mm_mul_ps(w, _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)&x->d)));
 }
 
+AVX2 static inline __m128 factors_d(const void *block, const act_q8_32 *x) {
+    return block_factors(block, false, x);
+}
+
+AVX2 static inline __m128 factors_dm(const void *block, const act_q8_32 *x) {
+    return block_factors(block, true, x);
+}
+
+/* MXFP4's scale is a power of two, 2^(e - 128), in place of an f16 */
+AVX2 static inline __m128 factors_mxfp4(const void *block, const act_q8_32 *x) {
+    const __m128 w = _mm_set1_ps(quant_e8m0_half(((const block_mxfp4 *)block)->e));
+    return _mm_mul_ps(w, _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)&x->d)));
+}
+
 /* Block codes of the 32-value formats as unsigned bytes, and the offset their integer dot carries
- * (Q4_0 codes are stored +8, Q5_0 +16, the others have none). */
+ * (Q4_0 codes are stored +8, Q5_0 +16, MXFP4's values -12..12 are looked up +12, the others have
+ * none). */
 AVX2 static inline __m256i codes_q4(const void *blk) {
     return nibbles32_bcast(((const block_q4_0 *)blk)->qs);
+}
+
+/* quant_mxfp4_values + 12 in both 128-bit halves: one shuffle looks up 32 codes */
+AVX2 static inline __m256i mxfp4_lut(void) {
+    const __m128i v = _mm_add_epi8(_mm_loadu_si128((const __m128i *)quant_mxfp4_values), _mm_set1_epi8(12));
+    return _mm256_set_m128i(v, v);
+}
+
+AVX2 static inline __m256i codes_mxfp4(const void *blk) {
+    return _mm256_shuffle_epi8(mxfp4_lut(), nibbles32_bcast(((const block_mxfp4 *)blk)->qs));
 }
 
 AVX2 static inline __m256i codes_q4_1(const void *blk) {
@@ -835,7 +872,7 @@ static_assert(offsetof(block_q4_1, m) == 2 && offsetof(block_q5_1, m) == 2, "min
 static_assert(offsetof(block_q4_0, d) == 0 && offsetof(block_q5_0, d) == 0 && offsetof(block_q8_0, d) == 0,
               "scale first");
 
-#define Q8_32_KERNEL(name, block_t, codes, has_min, offset)                                                     \
+#define Q8_32_KERNEL(name, block_t, codes, factors, has_min, offset)                                                     \
     AVX2 static float name(const void *row, const void *xq, int64_t n) {                                      \
         const block_t *w = row;                                                                                 \
         const act_q8_32 *x = xq;                                                                                \
@@ -845,7 +882,7 @@ static_assert(offsetof(block_q4_0, d) == 0 && offsetof(block_q5_0, d) == 0 && of
         for (int64_t b = 0; b < nb; b += 2) {                                                                   \
             _mm_prefetch((const char *)(w + b) + PREFETCH_AHEAD, _MM_HINT_T0);                                  \
             for (int e = 0; e < 2 && b + e < nb; e++) {                                                          \
-                const __m128 f = block_factors(&w[b + e], has_min, &x[b + e]);                                 \
+                const __m128 f = factors(&w[b + e], &x[b + e]);                                 \
                 const __m256i p = dot_u8s8(codes(&w[b + e]), _mm256_loadu_si256((const __m256i *)x[b + e].q)); \
                 acc[e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[e]);                         \
                 con[e] = _mm_add_ps(con[e], f);                                                                 \
@@ -870,7 +907,7 @@ static_assert(offsetof(block_q4_0, d) == 0 && offsetof(block_q5_0, d) == 0 && of
             for (int e = 0; e < 2 && b + e < nb; e++) {                                                          \
                 const __m256i u = codes(&w[b + e]);                                                            \
                 for (int t = 0; t < 4; t++) {                                                                   \
-                    const __m128 f = block_factors(&w[b + e], has_min, &x[t][b + e]);                          \
+                    const __m128 f = factors(&w[b + e], &x[t][b + e]);                          \
                     const __m256i p = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)x[t][b + e].q));          \
                     acc[t][e] = _mm256_fmadd_ps(_mm256_broadcastss_ps(f), i32_ps(p), acc[t][e]);                \
                     con[t][e] = _mm_add_ps(con[t][e], f);                                                       \
@@ -883,10 +920,11 @@ static_assert(offsetof(block_q4_0, d) == 0 && offsetof(block_q5_0, d) == 0 && of
         }                                                                                                       \
     }
 
-Q8_32_KERNEL(q8_q4_0, block_q4_0, codes_q4, false, 8)
-Q8_32_KERNEL(q8_q4_1, block_q4_1, codes_q4_1, true, 0)
-Q8_32_KERNEL(q8_q5_0, block_q5_0, codes_q5_0, false, 16)
-Q8_32_KERNEL(q8_q5_1, block_q5_1, codes_q5_1, true, 0)
+Q8_32_KERNEL(q8_q4_0, block_q4_0, codes_q4, factors_d, false, 8)
+Q8_32_KERNEL(q8_q4_1, block_q4_1, codes_q4_1, factors_dm, true, 0)
+Q8_32_KERNEL(q8_q5_0, block_q5_0, codes_q5_0, factors_d, false, 16)
+Q8_32_KERNEL(q8_q5_1, block_q5_1, codes_q5_1, factors_dm, true, 0)
+Q8_32_KERNEL(q8_mxfp4, block_mxfp4, codes_mxfp4, factors_mxfp4, false, 12)
 
 /* Q8_0: signed weights; the weights' signs move onto the activations (maddubs needs one unsigned
  * side). No constant term. */
@@ -2067,11 +2105,11 @@ static const cpu_kernels avx2 = {
     .dot_row = {
         [QUANT_F32] = dot_f32_row, [QUANT_F16] = dot_f16, [QUANT_Q4_0] = dot_q4_0, [QUANT_Q4_1] = dot_q4_1,
         [QUANT_Q5_0] = dot_q5_0, [QUANT_Q5_1] = dot_q5_1, [QUANT_Q8_0] = dot_q8_0, [QUANT_Q4_K] = dot_q4_K,
-        [QUANT_Q5_K] = dot_q5_K, [QUANT_Q6_K] = dot_q6_K,
+        [QUANT_Q5_K] = dot_q5_K, [QUANT_Q6_K] = dot_q6_K, [QUANT_MXFP4] = dot_mxfp4,
     },
     .dot_q8 = {
         [QUANT_Q4_0] = q8_q4_0, [QUANT_Q4_1] = q8_q4_1, [QUANT_Q5_0] = q8_q5_0, [QUANT_Q5_1] = q8_q5_1, [QUANT_Q8_0] = q8_q8_0,
-        [QUANT_Q4_K] = q8_q4_K, [QUANT_Q5_K] = q8_q5_K, [QUANT_Q6_K] = q8_q6_K,
+        [QUANT_Q4_K] = q8_q4_K, [QUANT_Q5_K] = q8_q5_K, [QUANT_Q6_K] = q8_q6_K, [QUANT_MXFP4] = q8_mxfp4,
     },
     .x8_bytes = {
         [QUANT_Q4_0] = x8p_bytes_q4_0, [QUANT_Q4_1] = x8p_bytes_q4_1, [QUANT_Q5_0] = x8p_bytes_q5_0, [QUANT_Q5_1] = x8p_bytes_q5_1,
@@ -2093,6 +2131,7 @@ static const cpu_kernels avx2 = {
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,
+        [QUANT_MXFP4] = q8_mxfp4_x4,
     },
 };
 

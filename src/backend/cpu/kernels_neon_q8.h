@@ -145,6 +145,20 @@ static float Q8(q8_q6_K)(const void *row, const void *xq, int64_t n) {
     return sum;
 }
 
+/* MXFP4: the codes' values (signed integers) looked up by one table instruction per 16 */
+static float Q8(q8_mxfp4)(const void *row, const void *xq, int64_t n) {
+    const block_mxfp4 *w = row;
+    const act_q8_32 *x = xq;
+    const int8x16_t lut = vld1q_s8(quant_mxfp4_values);
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t b = 0; b < n / QK_MXFP4; b++) {
+        const uint8x16_t raw = vld1q_u8(w[b].qs);
+        const int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(raw, vdupq_n_u8(0x0f))), hi = vqtbl1q_s8(lut, vshrq_n_u8(raw, 4));
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(Q8(dot32)(lo, hi, x[b].q)), vdupq_n_f32(quant_e8m0_half(w[b].e) * x[b].d));
+    }
+    return vaddvq_f32(acc);
+}
+
 /* Four tokens: the one-token kernel four times (a tile that shares the unpacking is still to come
  * on this path). */
 CPU_Q8_X4_OF(, Q8(q8x4_q4_0), Q8(q8_q4_0))
@@ -155,15 +169,16 @@ CPU_Q8_X4_OF(, Q8(q8x4_q8_0), Q8(q8_q8_0))
 CPU_Q8_X4_OF(, Q8(q8x4_q4_K), Q8(q8_q4_K))
 CPU_Q8_X4_OF(, Q8(q8x4_q5_K), Q8(q8_q5_K))
 CPU_Q8_X4_OF(, Q8(q8x4_q6_K), Q8(q8_q6_K))
+CPU_Q8_X4_OF(, Q8(q8x4_mxfp4), Q8(q8_mxfp4))
 
 #define Q8_TABLES                                                                                          \
     .dot_q8 = {                                                                                            \
         [QUANT_Q4_0] = Q8(q8_q4_0), [QUANT_Q4_1] = Q8(q8_q4_1), [QUANT_Q5_0] = Q8(q8_q5_0),                \
         [QUANT_Q5_1] = Q8(q8_q5_1), [QUANT_Q8_0] = Q8(q8_q8_0), [QUANT_Q4_K] = Q8(q8_q4_K),                \
-        [QUANT_Q5_K] = Q8(q8_q5_K), [QUANT_Q6_K] = Q8(q8_q6_K),                                            \
+        [QUANT_Q5_K] = Q8(q8_q5_K), [QUANT_Q6_K] = Q8(q8_q6_K), [QUANT_MXFP4] = Q8(q8_mxfp4),              \
     },                                                                                                     \
     .dot_q8_x4 = {                                                                                         \
         [QUANT_Q4_0] = Q8(q8x4_q4_0), [QUANT_Q4_1] = Q8(q8x4_q4_1), [QUANT_Q5_0] = Q8(q8x4_q5_0),          \
         [QUANT_Q5_1] = Q8(q8x4_q5_1), [QUANT_Q8_0] = Q8(q8x4_q8_0), [QUANT_Q4_K] = Q8(q8x4_q4_K),          \
-        [QUANT_Q5_K] = Q8(q8x4_q5_K), [QUANT_Q6_K] = Q8(q8x4_q6_K),                                        \
+        [QUANT_Q5_K] = Q8(q8x4_q5_K), [QUANT_Q6_K] = Q8(q8x4_q6_K), [QUANT_MXFP4] = Q8(q8x4_mxfp4),        \
     }

@@ -115,6 +115,7 @@ GENERIC(QUANT_Q8_0, q8_0)
 GENERIC(QUANT_Q4_K, q4_K)
 GENERIC(QUANT_Q5_K, q5_K)
 GENERIC(QUANT_Q6_K, q6_K)
+GENERIC(QUANT_MXFP4, mxfp4)
 
 static float dot_row_f32(const void *row, const float *x, int64_t n) {
     return dot_f32_scalar(row, x, n);
@@ -236,6 +237,21 @@ static float dot_q8_q4_0(const void *row, const void *xq, int64_t n) {
     return sum;
 }
 
+/* MXFP4: the codes' values are integers (E2M1 doubled), so the block's sum is exact in integers
+ * and the shared exponent's power of two scales it once. */
+static float dot_q8_mxfp4(const void *row, const void *xq, int64_t n) {
+    const block_mxfp4 *w = row;
+    const act_q8_32 *x = xq;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_MXFP4; b++) {
+        int32_t is = 0;
+        for (int j = 0; j < QK_MXFP4 / 2; j++)
+            is += quant_mxfp4_values[w[b].qs[j] & 0x0f] * x[b].q[j] + quant_mxfp4_values[w[b].qs[j] >> 4] * x[b].q[j + 16];
+        sum += quant_e8m0_half(w[b].e) * x[b].d * (float)is;
+    }
+    return sum;
+}
+
 static float dot_q8_q4_1(const void *row, const void *xq, int64_t n) {
     const block_q4_1 *w = row;
     const act_q8_32 *x = xq;
@@ -344,6 +360,7 @@ static float dot_q8_q6_K(const void *row, const void *xq, int64_t n) {
 
 /* Four tokens: the one-token products four times (the reference is the definition). */
 CPU_Q8_X4_OF(, dot_q8x4_q4_0, dot_q8_q4_0)
+CPU_Q8_X4_OF(, dot_q8x4_mxfp4, dot_q8_mxfp4)
 CPU_Q8_X4_OF(, dot_q8x4_q4_1, dot_q8_q4_1)
 CPU_Q8_X4_OF(, dot_q8x4_q5_0, dot_q8_q5_0)
 CPU_Q8_X4_OF(, dot_q8x4_q5_1, dot_q8_q5_1)
@@ -394,16 +411,16 @@ static const cpu_kernels scalar = {
         [QUANT_F32] = dot_row_f32, [QUANT_F16] = dot_row_f16, [QUANT_BF16] = dot_row_bf16,
         [QUANT_Q4_0] = dot_row_q4_0, [QUANT_Q4_1] = dot_row_q4_1, [QUANT_Q5_0] = dot_row_q5_0,
         [QUANT_Q5_1] = dot_row_q5_1, [QUANT_Q8_0] = dot_row_q8_0, [QUANT_Q4_K] = dot_row_q4_K,
-        [QUANT_Q5_K] = dot_row_q5_K, [QUANT_Q6_K] = dot_row_q6_K,
+        [QUANT_Q5_K] = dot_row_q5_K, [QUANT_Q6_K] = dot_row_q6_K, [QUANT_MXFP4] = dot_row_mxfp4,
     },
     .dot_q8 = {
         [QUANT_Q4_0] = dot_q8_q4_0, [QUANT_Q4_1] = dot_q8_q4_1, [QUANT_Q5_0] = dot_q8_q5_0, [QUANT_Q5_1] = dot_q8_q5_1, [QUANT_Q5_K] = dot_q8_q5_K,
-        [QUANT_Q8_0] = dot_q8_q8_0, [QUANT_Q4_K] = dot_q8_q4_K, [QUANT_Q6_K] = dot_q8_q6_K,
+        [QUANT_Q8_0] = dot_q8_q8_0, [QUANT_Q4_K] = dot_q8_q4_K, [QUANT_Q6_K] = dot_q8_q6_K, [QUANT_MXFP4] = dot_q8_mxfp4,
     },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = dot_q8x4_q4_0, [QUANT_Q4_1] = dot_q8x4_q4_1, [QUANT_Q5_0] = dot_q8x4_q5_0,
         [QUANT_Q5_1] = dot_q8x4_q5_1, [QUANT_Q5_K] = dot_q8x4_q5_K, [QUANT_Q8_0] = dot_q8x4_q8_0,
-        [QUANT_Q4_K] = dot_q8x4_q4_K, [QUANT_Q6_K] = dot_q8x4_q6_K,
+        [QUANT_Q4_K] = dot_q8x4_q4_K, [QUANT_Q6_K] = dot_q8x4_q6_K, [QUANT_MXFP4] = dot_q8x4_mxfp4,
     },
 };
 

@@ -110,6 +110,23 @@ template <> __device__ __forceinline__ void gk_load8q<QUANT_Q8_0>(const uint8_t 
         q[i] = qs[i];
 }
 
+/* MXFP4: 17-byte blocks, the E8M0 exponent and 16 bytes of E2M1 codes (low nibbles 0..15, high
+ * 16..31), each code's value doubled to an integer (quant.h's quant_mxfp4_values) and the scale
+ * 2^(e - 128) to undo it: a subnormal for e < 2. */
+static __device__ __forceinline__ float gk_e8m0_half(uint8_t e) {
+    return gp_bits_to_float(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
+}
+
+template <> __device__ __forceinline__ void gk_load8q<QUANT_MXFP4>(const uint8_t *row, int64_t p, int8_t q[8], float *s, float *m) {
+    const int8_t values[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+    const uint8_t *b = row + (p >> 2) * 17, *qs = b + 1;
+    const int j0 = (int)(p & 3) * 8, shift = j0 < 16 ? 0 : 4, base = j0 & 15;
+    *s = gk_e8m0_half(b[0]);
+    *m = 0.0f;
+    for (int i = 0; i < 8; i++)
+        q[i] = values[(qs[base + i] >> shift) & 15];
+}
+
 /* K-quants: 256-value super-blocks of eight 32-value sub-blocks; piece p lies in sub-block
  * (p / 4) mod 8. Q4_K/Q5_K: sub-blocks 2k and 2k+1 share 32 bytes of codes, low then high nibbles;
  * each sub-block's value is d * scale * q - dmin * min. */
@@ -171,6 +188,7 @@ GK_LOAD8_FROM_CODES(QUANT_Q8_0)
 GK_LOAD8_FROM_CODES(QUANT_Q4_K)
 GK_LOAD8_FROM_CODES(QUANT_Q5_K)
 GK_LOAD8_FROM_CODES(QUANT_Q6_K)
+GK_LOAD8_FROM_CODES(QUANT_MXFP4)
 #undef GK_LOAD8_FROM_CODES
 
 /* ---- products ---- */
@@ -571,6 +589,7 @@ template <int T> static int gk_matmul_id_typed(const gk_exec *ex, int variant, c
     case QUANT_Q4_K: return call(QUANT_Q4_K);                                                                            \
     case QUANT_Q5_K: return call(QUANT_Q5_K);                                                                            \
     case QUANT_Q6_K: return call(QUANT_Q6_K);                                                                            \
+    case QUANT_MXFP4: return call(QUANT_MXFP4);                                                                          \
     default: return -1;                                                                                                  \
     }
 
@@ -578,7 +597,7 @@ template <int T> static int gk_matmul_id_typed(const gk_exec *ex, int variant, c
 static int64_t gk_block_values(uint32_t type) {
     switch (type) {
     case QUANT_F32: case QUANT_F16: case QUANT_BF16: return 1;
-    case QUANT_Q4_0: case QUANT_Q4_1: case QUANT_Q5_0: case QUANT_Q5_1: case QUANT_Q8_0: return 32;
+    case QUANT_Q4_0: case QUANT_Q4_1: case QUANT_Q5_0: case QUANT_Q5_1: case QUANT_Q8_0: case QUANT_MXFP4: return 32;
     case QUANT_Q4_K: case QUANT_Q5_K: case QUANT_Q6_K: return 256;
     default: return 0;
     }
