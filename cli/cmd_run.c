@@ -1,12 +1,13 @@
 /* cmd_run.c: `brasa run` (one prompt, streamed answer, speeds on stderr) and `brasa chat` (an
  * interactive conversation in the terminal; Ctrl-C stops the reply, not the program). A reply in a
- * format that reasons shows its thinking apart from its answer. */
+ * format that reasons shows its thinking apart from its answer, and its tool calls as such; the
+ * reply is split as the server splits it (engine/reply_parts.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "core/buf.h"
-#include "engine/reasoning.h"
+#include "engine/reply_parts.h"
 #include "gen_options.h"
 #include "platform/platform.h"
 
@@ -17,9 +18,10 @@ static const char run_usage_head[] =
     "prompt and generation speeds go to standard error. Control tokens written in a raw prompt are\n"
     "recognized. With --chat the prompt is one user message in the model's chat format.\n"
     "\n"
-    "With a format that reasons (qwen3), the model's thinking is shown apart from its answer: dimmed\n"
-    "before it on a terminal; when standard output is not a terminal it gets the answer alone and\n"
-    "the thinking goes to standard error, after a line \"thinking:\".\n"
+    "With a format that reasons (qwen3, gpt-oss), the model's thinking is shown apart from its answer:\n"
+    "dimmed before it on a terminal; when standard output is not a terminal it gets the answer alone\n"
+    "and the thinking goes to standard error, after a line \"thinking:\". A tool call that gpt-oss\n"
+    "writes is shown as a line \"[tool call] NAME ARGUMENTS\", not as answer.\n"
     "\n"
     "  -p, --prompt TEXT       the prompt\n"
     "  --chat                  format the prompt as a chat turn\n"
@@ -30,8 +32,8 @@ static const char chat_usage_head[] =
     "\n"
     "An interactive chat in the terminal, in the model's chat format. Type a message and press\n"
     "Enter; Ctrl-C stops the current reply (at the prompt it quits); /reset starts over; /exit or\n"
-    "end of input leaves. With a format that reasons (qwen3), the model's thinking is shown apart\n"
-    "from its answer, as `brasa run --chat` shows it, and the conversation keeps only the answers.\n"
+    "end of input leaves. With a format that reasons (qwen3, gpt-oss), the model's thinking is shown\n"
+    "apart from its answer, as `brasa run --chat` shows it, and the conversation keeps only the answers.\n"
     "\n"
     "  --system TEXT           a system message\n";
 
@@ -49,14 +51,18 @@ static bool print_text(const char *text, size_t len, void *user) {
     return true;
 }
 
-/* A reply on its way to the screen: the splitter's reasoning dimmed on a terminal (or, when stdout
- * is not one, on stderr after a "thinking:" line, so that a pipeline reads the answer alone), the
- * answer on stdout and, for a chat's history, in *answer. */
+/* A reply on its way to the screen, split into its parts: the reasoning dimmed on a terminal (or,
+ * when stdout is not one, on stderr after a "thinking:" line, so that a pipeline reads the answer
+ * alone), the answer on stdout and, for a chat's history, in *answer, a tool call as a line of its
+ * own on stdout (the chat offers no tools, but gpt-oss may still call one). */
 typedef struct reply_view {
-    reasoning_splitter split;
+    reply_parts parts;
     bool tty, styles;    /* stdout is a terminal; it shows ANSI styles */
+    bool show_reasoning; /* false with --no-think: what a model reasons anyway (gpt-oss) is hidden */
     bool thinking;       /* reasoning shown, the answer not yet begun */
     bool newline_last;   /* the reasoning shown so far ends with a newline */
+    bool answer_open;    /* stdout's last line (answer text) is not ended */
+    bool call_last;      /* the last thing shown on stdout is a tool call's line */
     buf *answer;         /* may be NULL */
 } reply_view;
 
@@ -71,11 +77,22 @@ static void end_thinking(reply_view *v) {
     fflush(to);
 }
 
-static bool view_part(reasoning_part part, const char *text, size_t len, void *user) {
+/* Ends the answer's line on stdout, for what is shown after it. */
+static void end_answer_line(reply_view *v) {
+    if (v->answer_open)
+        fputc('\n', stdout);
+    v->answer_open = false;
+}
+
+static bool view_event(toolcall_event kind, const char *text, size_t len, const toolcall_call *call, void *user) {
     reply_view *v = user;
-    if (part == REASONING_THOUGHT) {
+    if (kind == TOOLCALL_REASONING) {
+        if (!v->show_reasoning)
+            return true;
         FILE *to = v->tty ? stdout : stderr;
         if (!v->thinking) {
+            if (v->tty)
+                end_answer_line(v);
             v->thinking = true;
             fputs(v->styles ? "\x1b[2mthinking:\n" : "thinking:\n", to);
         }
@@ -85,28 +102,54 @@ static bool view_part(reasoning_part part, const char *text, size_t len, void *u
         return true;
     }
     end_thinking(v);
+    if (kind == TOOLCALL_CALL) {
+        end_answer_line(v);
+        fputs("[tool call] ", stdout);
+        plat_write_text(stdout, call->name, strlen(call->name));
+        fputc(' ', stdout);
+        plat_write_text(stdout, call->arguments, strlen(call->arguments));
+        fputc('\n', stdout);
+        fflush(stdout);
+        v->call_last = true;
+        return true;
+    }
+    v->call_last = false;
     if (v->answer)
         buf_append(v->answer, text, len);
+    v->answer_open = text[len - 1] != '\n';
     return print_text(text, len, NULL);
 }
 
-static void view_init(reply_view *v, brasa_chat_reasoning start, buf *answer) {
+/* start and format: how the reply begins and the parser it needs (reply_parts.h). */
+static bool view_init(reply_view *v, brasa_chat_reasoning start, toolcall_format format, bool show_reasoning,
+                      buf *answer) {
     memset(v, 0, sizeof *v);
     v->tty = plat_is_terminal(1);
     v->styles = v->tty && plat_terminal_styles(1);
+    v->show_reasoning = show_reasoning;
     v->answer = answer;
-    reasoning_init(&v->split, start, view_part, v);
+    return reply_parts_init(&v->parts, start, format, NULL, view_event, v, NULL) == BRASA_OK;
 }
 
-/* The reply ended (or was stopped): what the splitter held back, and the terminal's style back. */
+/* The reply ended (or was stopped): what the readers held back, and the terminal's style back. */
 static void view_finish(reply_view *v) {
-    reasoning_finish(&v->split);
+    reply_parts_finish(&v->parts);
     end_thinking(v);
 }
 
 static bool view_text(const char *text, size_t len, void *user) {
     reply_view *v = user;
-    return reasoning_push(&v->split, text, len);
+    return reply_parts_push(&v->parts, text, len);
+}
+
+/* The parser a chat's reply needs (no tools are offered: only harmony has one), and the text the
+ * engine must hand out for it (a parser reads control tokens' text). */
+static toolcall_format reply_format(const brasa_model *m, const brasa_chat_params *cp) {
+    return reply_parts_format(reply_parts_template_format(m, cp), false);
+}
+
+static unsigned detokenize_flags(toolcall_format format) {
+    return format != TOOLCALL_NONE ? BRASA_DETOKENIZE_SPECIAL : BRASA_DETOKENIZE_DEFAULT;
 }
 
 static void print_speed(const brasa_generate_stats *s) {
@@ -204,11 +247,15 @@ int cmd_run(int argc, char **argv) {
     }
     brasa_error err;
     size_t n = 0;
-    brasa_token *tokens;
+    brasa_token *tokens = NULL;
     const brasa_chat_params cp = chat_params(&o, chat_template);
+    const toolcall_format format = o.chat ? reply_format(m, &cp) : TOOLCALL_NONE;
     reply_view view;
-    view_init(&view, o.chat ? brasa_chat_reasoning_start(m, &cp) : BRASA_REASONING_NONE, NULL);
-    if (o.chat) {
+    const bool viewing = view_init(&view, o.chat ? brasa_chat_reasoning_start(m, &cp) : BRASA_REASONING_NONE,
+                                   format, o.think, NULL);
+    if (!viewing) {
+        /* (out of memory: said below) */
+    } else if (o.chat) {
         brasa_chat_message msgs[2];
         size_t k = 0;
         if (o.system)
@@ -220,11 +267,12 @@ int cmd_run(int argc, char **argv) {
     }
     int rc = CLI_OK;
     if (!tokens) {
-        rc = cli_fail("%s", err.message);
+        rc = cli_fail("%s", viewing ? err.message : "out of memory");
     } else {
         brasa_generate_params gp = brasa_generate_default_params();
         gp.n_predict = o.n_predict;
         gp.stop = o.n_stop ? o.stop : NULL;
+        gp.detokenize_flags = detokenize_flags(format);
         gp.on_text = view_text;
         gp.user_data = &view;
         gp.abort_flag = &interrupted;
@@ -243,6 +291,7 @@ int cmd_run(int argc, char **argv) {
                 rc = CLI_FAILED;
         }
     }
+    reply_parts_free(&view.parts);
     free(tokens);
     free(stdin_text);
     free(chat_template);
@@ -384,9 +433,11 @@ int cmd_chat(int argc, char **argv) {
         keep = 1;
     }
     const brasa_chat_reasoning reasoning = brasa_chat_reasoning_start(m, &cp);
+    const toolcall_format reply_syntax = reply_format(m, &cp);
+    const bool reasons = reasoning != BRASA_REASONING_NONE || reply_syntax == TOOLCALL_HARMONY;
     if (tty)
         fprintf(stderr, "brasa chat (chat format: %s%s): /exit to leave, /reset to start over, Ctrl-C stops a reply\n", format,
-                reasoning == BRASA_REASONING_NONE ? "" : o.think ? ", thinking on" : ", thinking off");
+                !reasons ? "" : o.think ? ", thinking on" : ", thinking off");
     int rc = CLI_OK;
     for (;;) {
         if (tty) {
@@ -428,10 +479,15 @@ int cmd_chat(int argc, char **argv) {
         for (size_t i = same; i < n; i++)
             remember_token(&cv, tokens[i]);
         cv.reply.len = 0;
-        view_init(&cv.view, reasoning, &cv.reply);
+        if (!view_init(&cv.view, reasoning, reply_syntax, o.think, &cv.reply)) {
+            free(tokens);
+            rc = cli_fail("out of memory");
+            break;
+        }
         brasa_generate_params gp = brasa_generate_default_params();
         gp.n_predict = o.n_predict;
         gp.stop = o.n_stop ? o.stop : NULL;
+        gp.detokenize_flags = detokenize_flags(reply_syntax);
         gp.on_text = chat_text;
         gp.on_token = chat_token;
         gp.user_data = &cv;
@@ -442,6 +498,7 @@ int cmd_chat(int argc, char **argv) {
         brasa_status st = brasa_generate(c, s, tokens + same, n - same, &gp, &stats, &err);
         plat_interrupt_remove();
         view_finish(&cv.view);
+        reply_parts_free(&cv.view.parts);
         free(tokens);
         if (st == BRASA_CONTEXT_FULL || (st == BRASA_OK && stats.stop_reason == BRASA_STOP_CONTEXT)) {
             fprintf(stderr, "\n[the context of %d tokens is full: /reset to start over, or use --ctx]\n",
@@ -456,7 +513,8 @@ int cmd_chat(int argc, char **argv) {
             rc = cli_fail("%s", err.message);
             break;
         }
-        fputc('\n', stdout);
+        if (!cv.view.call_last) /* (a call's line is ended already) */
+            fputc('\n', stdout);
         if (stats.stop_reason == BRASA_STOP_ABORTED && tty)
             fprintf(stderr, "[stopped]\n");
         if (!add_message(&cv, "assistant", cv.reply.data ? cv.reply.data : "", cv.reply.len)) {

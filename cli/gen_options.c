@@ -33,7 +33,8 @@ const char gen_options_help[] =
     "  --chat-format NAME      a built-in format instead of the template: chatml, gemma, llama3 or\n"
     "                          qwen3 (default: the model's template; built-in only without one)\n"
     "  --think, --no-think     with a format that reasons (qwen3): let the model think before it\n"
-    "                          answers (default), or answer at once\n";
+    "                          answers (default), or answer at once; gpt-oss always reasons, and\n"
+    "                          --no-think hides it\n";
 
 char *gen_chat_template(const gen_options *o, bool *failed) {
     *failed = false;

@@ -55,6 +55,7 @@ set(BRASA_LIB_SOURCES
   src/engine/chat.c
   src/engine/chat_builtin.c
   src/engine/reasoning.c
+  src/engine/reply_parts.c
   src/engine/toolcall.c
   src/engine/stream.c
   src/engine/generate.c

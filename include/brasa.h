@@ -394,7 +394,8 @@ brasa_status brasa_embed(brasa_context *ctx, const brasa_token *tokens, size_t n
 brasa_status brasa_embed_batch(brasa_context *ctx, const brasa_token *const *inputs, const size_t *n_tokens,
                                size_t n_inputs, float *out, size_t out_cap, brasa_error *err);
 
-/* Whether a token ends generation (EOS, end of turn, and the like). */
+/* Whether a token ends generation: end of turn and end of text, or for a harmony vocabulary
+ * (gpt-oss) <|return|> and <|call|>, not <|end|>, which also closes the reasoning before the answer. */
 bool brasa_token_is_eog(const brasa_model *model, brasa_token token);
 
 /* ---- Sampling ---------------------------------------------------------------------------------- */
@@ -532,6 +533,7 @@ brasa_chat_reasoning brasa_chat_reasoning_start(const brasa_model *model, const 
 typedef struct brasa_generate_params {
     int32_t n_predict;          /* most tokens to generate; 0: until end of generation or a full context */
     const char *const *stop;    /* stop strings (not included in the output), NULL-terminated; may be NULL */
+    unsigned detokenize_flags;  /* BRASA_DETOKENIZE_SPECIAL: control tokens' text too (for a reply parser) */
     /* Receives the text as it is made, whole UTF-8 characters only; return false to stop. */
     bool (*on_text)(const char *text, size_t len, void *user_data);
     void *user_data;

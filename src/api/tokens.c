@@ -155,7 +155,5 @@ brasa_token brasa_token_special(const brasa_model *m, brasa_special which) {
 }
 
 bool brasa_token_is_eog(const brasa_model *m, brasa_token t) {
-    if (!m || !tok_vocab_has(&m->vocab, t))
-        return false;
-    return t == m->vocab.eos || t == m->vocab.eot;
+    return m && tok_vocab_is_eog(&m->vocab, t);
 }

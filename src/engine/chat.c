@@ -29,8 +29,7 @@ const char *brasa_chat_format_names(void) {
     return chat_builtin_names();
 }
 
-/* The template that renders the chat, or NULL for a built-in format. */
-static const char *template_for(const brasa_model *m, const brasa_chat_params *p) {
+const char *chat_template_for(const brasa_model *m, const brasa_chat_params *p) {
     if (p->format)
         return NULL;
     if (p->template_text)
@@ -197,7 +196,7 @@ static brasa_status render(const brasa_model *m, const char *json, size_t len, c
         return err_set(err, st, "the messages are not JSON: %s", perr.message);
     st = prepare_messages(json_root_mut(doc), err);
     if (st == BRASA_OK) {
-        const char *tpl = template_for(m, &p);
+        const char *tpl = chat_template_for(m, &p);
         st = tpl ? render_template(m, tpl, json_root(doc), &p, out, err) : render_builtin(m, json_root(doc), &p, out, err);
     }
     json_free(doc);
@@ -287,7 +286,7 @@ brasa_chat_reasoning brasa_chat_reasoning_start(const brasa_model *m, const bras
     const brasa_chat_params p = params ? *params : brasa_chat_default_params();
     if (!m)
         return BRASA_REASONING_NONE;
-    const char *tpl = template_for(m, &p);
+    const char *tpl = chat_template_for(m, &p);
     if (!tpl)
         return chat_builtin_reasoning(m, chat_builtin_find(p.format ? p.format : chat_builtin_detect(m)), &p);
     if (!strstr(tpl, "<think>"))

@@ -1,5 +1,6 @@
 /* chat.h: what the public chat API (chat.c) uses of the formats built into brasa
- * (chat_builtin.c), which serve model files that carry no chat template. */
+ * (chat_builtin.c), which serve model files that carry no chat template, and what the engine
+ * asks of chat.c beyond the public API. */
 #ifndef BRASA_ENGINE_CHAT_H
 #define BRASA_ENGINE_CHAT_H
 
@@ -17,6 +18,10 @@ typedef struct chat_text {
     size_t n_spans, cap;
     bool oom;
 } chat_text;
+
+/* The template that renders a chat with params p (p->template_text, else the model's tool-use
+ * template when tools are given and it has one, else its template), or NULL for a built-in format. */
+const char *chat_template_for(const brasa_model *m, const brasa_chat_params *p);
 
 const char *chat_builtin_names(void);            /* "chatml, gemma, ..." */
 const char *chat_builtin_detect(const brasa_model *m); /* the format the template or vocabulary suggests, or NULL */

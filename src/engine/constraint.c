@@ -87,7 +87,7 @@ brasa_status brasa_constraint_create(const brasa_model *m, const char *prefix, c
     }
     c->model = m;
     c->n_tokens = m->vocab.n_tokens;
-    c->end = tok_vocab_has(&m->vocab, m->vocab.eot) ? m->vocab.eot : m->vocab.eos;
+    c->end = m->vocab.n_eog > 0 ? m->vocab.eog[0] : BRASA_TOKEN_NONE;
     brasa_status st = BRASA_OK;
     if (n == 0)
         st = err_set(err, BRASA_ERR_INVALID_ARGUMENT, "a constraint needs a prefix, a schema or a suffix");

@@ -180,6 +180,7 @@ brasa_status brasa_generate(brasa_context *ctx, brasa_sampler *sampler, const br
     brasa_generation_params gp = brasa_generation_default_params();
     gp.n_predict = params->n_predict;
     gp.stop = params->stop;
+    gp.detokenize_flags = params->detokenize_flags;
     gp.on_text = params->on_text;
     gp.user_data = params->user_data;
     brasa_generation *g = NULL;

@@ -1101,8 +1101,9 @@ brasa_status toolcall_constraint(toolcall_format f, const json_value *tools, con
     const char *chosen = tool_name(&tools->items[first], &fn);
     if (name_in_prefix) {
         if (f == TOOLCALL_HARMONY)
+            /* no suffix: <|call|> ends generation (tok_vocab.eog), so the constraint's end stands for it */
             ok = append_str(prefix, "<|channel|>commentary to=functions.") && append_str(prefix, chosen) &&
-                 append_str(prefix, " <|constrain|>json<|message|>") && append_str(suffix, "<|call|>");
+                 append_str(prefix, " <|constrain|>json<|message|>");
         else
             ok = append_str(prefix, "[TOOL_CALLS]") && append_str(prefix, chosen) && append_str(prefix, "[ARGS]");
         ok = ok && append_parameters(schema_json, fn);

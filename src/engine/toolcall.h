@@ -80,7 +80,8 @@ bool toolcall_finish(toolcall_parser *p);
  * {"const":NAME},"arguments":PARAMETERS},"required":["name","arguments"]}, suffix "\n</tool_call>";
  * Llama 3 the same with "parameters" and no prefix or suffix; Mistral "[TOOL_CALLS][" ... "]". For
  * harmony and mistral-args the JSON is the arguments object itself and the prefix carries the name,
- * so name NULL works only with a single tool (else BRASA_ERR_UNSUPPORTED). XML formats:
+ * so name NULL works only with a single tool (else BRASA_ERR_UNSUPPORTED); harmony's suffix is empty,
+ * since its <|call|> ends generation, like the end token every constraint closes with. XML formats:
  * BRASA_ERR_UNSUPPORTED. Each buf is cleared, then filled and NUL-terminated (the NUL not counted
  * in len); the caller frees them. */
 brasa_status toolcall_constraint(toolcall_format f, const json_value *tools, const char *name, buf *prefix,

@@ -1,7 +1,6 @@
-/* reply.c: see reply.h. Two stages in a row: the reasoning splitter takes a leading <think> block
- * off the text, and what it calls the answer goes through the family's tool-call parser (when tools
- * are offered, and always for harmony, whose channels are parsed there), whose events land in the
- * reply's reasoning, content and calls. */
+/* reply.c: see reply.h. The parts come from engine/reply_parts (the <think> splitter, then the
+ * family's tool-call parser when tools are offered, and always for harmony, whose channels are
+ * parsed there); its events land in the reply's reasoning, content and calls. */
 #include "server/reply.h"
 
 #include <stdio.h>
@@ -52,34 +51,21 @@ static bool on_event(toolcall_event kind, const char *text, size_t len, const to
     return true;
 }
 
-/* The splitter's output: reasoning as is, the answer through the tool-call parser when there is one. */
-static bool on_part(reasoning_part part, const char *text, size_t len, void *user) {
-    reply *r = user;
-    if (part == REASONING_ANSWER && r->tools)
-        return toolcall_push(r->tools, text, len) && !r->oom;
-    if (!buf_append(part == REASONING_THOUGHT ? &r->reasoning : &r->content, text, len))
-        r->oom = true;
-    return !r->oom;
-}
-
 brasa_status reply_init(reply *r, brasa_chat_reasoning start, toolcall_format format, const char *tools_json,
                         bool parallel_calls, const char *id_stem, brasa_error *err) {
     memset(r, 0, sizeof *r);
     r->single_call = !parallel_calls;
     snprintf(r->id_stem, sizeof r->id_stem, "%s", id_stem ? id_stem : "0");
-    reasoning_init(&r->split, start, on_part, r);
-    if (format == TOOLCALL_NONE)
-        return BRASA_OK;
-    if (tools_json) {
+    if (format != TOOLCALL_NONE && tools_json) {
         brasa_status st = json_parse(tools_json, strlen(tools_json), &r->tools_doc, err);
         if (st != BRASA_OK)
             return st;
     }
-    return toolcall_parser_create(format, r->tools_doc ? json_root(r->tools_doc) : NULL, on_event, r, &r->tools, err);
+    return reply_parts_init(&r->parts, start, format, r->tools_doc ? json_root(r->tools_doc) : NULL, on_event, r, err);
 }
 
 void reply_free(reply *r) {
-    toolcall_parser_free(r->tools);
+    reply_parts_free(&r->parts);
     json_free(r->tools_doc);
     buf_free(&r->reasoning);
     buf_free(&r->content);
@@ -93,14 +79,11 @@ void reply_free(reply *r) {
 }
 
 bool reply_push(reply *r, const char *text, size_t len) {
-    return reasoning_push(&r->split, text, len) && !r->oom;
+    return reply_parts_push(&r->parts, text, len) && !r->oom;
 }
 
 bool reply_finish(reply *r) {
-    bool ok = reasoning_finish(&r->split);
-    if (r->tools)
-        ok = toolcall_finish(r->tools) && ok;
-    return ok && !r->oom;
+    return reply_parts_finish(&r->parts) && !r->oom;
 }
 
 void reply_take(reply *r, api_message *m) {

@@ -1,7 +1,7 @@
-/* reply.h: a job's text turned into the parts of a chat reply as it streams: reasoning (a leading
- * <think> block, by reasoning.c; harmony's analysis channel), content, and tool calls in the
- * syntax the model's family writes them (toolcall.c). The parts gather until they are taken, for
- * one stream chunk or the whole reply. */
+/* reply.h: a job's text turned into the parts of a chat reply as it streams (engine/reply_parts.h):
+ * reasoning (a leading <think> block; harmony's analysis channel), content, and tool calls in the
+ * syntax the model's family writes them, as the API writes them. The parts gather until they are
+ * taken, for one stream chunk or the whole reply. */
 #ifndef BRASA_SERVER_REPLY_H
 #define BRASA_SERVER_REPLY_H
 
@@ -11,13 +11,11 @@
 #include "brasa.h"
 #include "core/buf.h"
 #include "core/json.h"
-#include "engine/reasoning.h"
-#include "engine/toolcall.h"
+#include "engine/reply_parts.h"
 #include "server/api.h"
 
 typedef struct reply {
-    reasoning_splitter split;
-    toolcall_parser *tools;  /* NULL: the answer is all content */
+    reply_parts parts;
     json_doc *tools_doc;     /* the request's tools, for the parser's value types */
     buf reasoning, content;  /* not yet taken */
     api_tool_call *calls;    /* every call so far (their strings owned); the first n_taken were taken */
@@ -28,8 +26,8 @@ typedef struct reply {
     char id_stem[48];
 } reply;
 
-/* start: how the reply begins (brasa_chat_reasoning_start); format: the calls' syntax, or
- * TOOLCALL_NONE when no tools are offered (harmony is always parsed: it carries the reasoning);
+/* start: how the reply begins (brasa_chat_reasoning_start); format: reply_parts_format's choice
+ * (the calls' syntax when tools are offered; harmony always, since it carries the reasoning);
  * tools_json: the request's tools or NULL; id_stem: makes the call ids ("call_<stem>_<n>"). */
 brasa_status reply_init(reply *r, brasa_chat_reasoning start, toolcall_format format, const char *tools_json,
                         bool parallel_calls, const char *id_stem, brasa_error *err);

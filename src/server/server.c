@@ -17,6 +17,7 @@
 #include "core/buf.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "engine/reply_parts.h"
 #include "engine/toolcall.h"
 #include "platform/platform.h"
 #include "server/api.h"
@@ -318,23 +319,14 @@ static bool request_tokens(conn *c, const brasa_chat_params *cp, brasa_token **t
     return true;
 }
 
-/* The template that renders this chat (as brasa_chat_render picks it), for the calls' syntax. */
-static const char *chat_template_of(const reg_model *m, const brasa_chat_params *cp) {
-    brasa_model_desc d;
-    brasa_model_describe(m->model, &d);
-    if (cp->template_text)
-        return cp->template_text;
-    return cp->tools_json && d.chat_template_tool_use ? d.chat_template_tool_use : d.chat_template;
-}
-
 /* What a chat's output is held to: the tool-call syntax of the template (a 400 when tools are
  * offered to a template without tool support), and a constraint for a forced call or a
  * response_format. A constrained reply starts with what the constraint allows, so a model's
  * thinking is turned off for it. False after sending the error. */
 static bool plan_output(conn *c, const api_request *rq, brasa_chat_params *cp, toolcall_format *format,
                         brasa_constraint **constraint, enum MHD_Result *res) {
-    const toolcall_format f = toolcall_detect(chat_template_of(c->m, cp));
-    *format = rq->tools_json || f == TOOLCALL_HARMONY ? f : TOOLCALL_NONE;
+    const toolcall_format f = reply_parts_template_format(c->m->model, cp);
+    *format = reply_parts_format(f, rq->tools_json != NULL);
     if (rq->tools_json && f == TOOLCALL_NONE) {
         *res = send_error(c, 400, "tools", NULL,
                           "this model's chat template has no tool support (or writes calls in a syntax brasa does not "

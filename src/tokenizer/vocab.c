@@ -202,15 +202,48 @@ static brasa_status index_specials(tok_vocab *v, brasa_error *err) {
     return BRASA_OK;
 }
 
+/* The special (control or user-defined) token with this text, or BRASA_TOKEN_NONE. */
+static brasa_token find_special(const tok_vocab *v, const char *text) {
+    int32_t id = smap_get(&v->by_text, text, strlen(text));
+    return id >= 0 && (v->attr[id] == TOK_ATTR_CONTROL || v->attr[id] == TOK_ATTR_USER_DEFINED) ? id
+                                                                                                : BRASA_TOKEN_NONE;
+}
+
 /* The end-of-turn token when the file does not name one: the chat formats' markers. */
 static brasa_token guess_eot(const tok_vocab *v) {
     static const char *markers[] = { "<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>", "<|endoftext|>" };
     for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++) {
-        int32_t id = smap_get(&v->by_text, markers[i], strlen(markers[i]));
-        if (id >= 0 && (v->attr[id] == TOK_ATTR_CONTROL || v->attr[id] == TOK_ATTR_USER_DEFINED))
+        brasa_token id = find_special(v, markers[i]);
+        if (id != BRASA_TOKEN_NONE)
             return id;
     }
     return v->eos;
+}
+
+static void add_eog(tok_vocab *v, brasa_token t) {
+    if (!tok_vocab_has(v, t) || tok_vocab_is_eog(v, t) || v->n_eog == TOK_MAX_EOG)
+        return;
+    v->eog[v->n_eog++] = t;
+}
+
+static bool token_text_is(const tok_vocab *v, brasa_token t, const char *text) {
+    return tok_vocab_has(v, t) && v->len[t] == strlen(text) && memcmp(v->text[t], text, v->len[t]) == 0;
+}
+
+/* The end-of-generation set (see tok_vocab.eog), once eos and eot are known. */
+static void choose_eog(tok_vocab *v) {
+    const brasa_token ret = find_special(v, "<|return|>"), call = find_special(v, "<|call|>");
+    if (ret == BRASA_TOKEN_NONE || call == BRASA_TOKEN_NONE) {
+        add_eog(v, v->eot);
+        add_eog(v, v->eos);
+        return;
+    }
+    add_eog(v, ret);
+    add_eog(v, call);
+    if (!token_text_is(v, v->eot, "<|end|>"))
+        add_eog(v, v->eot);
+    if (!token_text_is(v, v->eos, "<|end|>"))
+        add_eog(v, v->eos);
 }
 
 /* The tokenizer model and pre-tokenizer, and the defaults the GGUF keys may leave unset, as
@@ -359,6 +392,7 @@ static brasa_status load(tok_vocab *v, const gguf_file *f, brasa_error *err) {
         return st;
     if (v->eot == BRASA_TOKEN_NONE)
         v->eot = guess_eot(v);
+    choose_eog(v);
     if ((st = index_specials(v, err)) != BRASA_OK)
         return st;
     for (int b = 0; b < 256; b++) {

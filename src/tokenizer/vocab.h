@@ -23,6 +23,9 @@ typedef enum tok_attr {
     TOK_ATTR_BYTE = 6
 } tok_attr;
 
+/* The most tokens that can end generation: eos, eot, and harmony's <|return|> and <|call|>. */
+#define TOK_MAX_EOG 4
+
 typedef struct tok_vocab {
     brasa_vocab_type type;
     pretok pre;         /* BPE: the split before merging (none for SentencePiece) */
@@ -54,6 +57,14 @@ typedef struct tok_vocab {
     uint32_t *special_lens;
     int32_t special_len_start[257];
     brasa_token bos, eos, eot, unk, pad;
+    /* The tokens that end generation (tok_vocab_is_eog), the first being the one to end a reply
+     * with on purpose (a constraint's last token): the end of turn, then the end of text. A
+     * harmony vocabulary (gpt-oss: it has <|return|> and <|call|>) ends instead at <|return|>
+     * (the answer's end) and <|call|> (a tool call's end), never at <|end|>, which closes every
+     * message, the reasoning before the answer too, even when the file names it the end of turn;
+     * llama.cpp drops <|end|> from its end-of-generation set the same way (llama-vocab.cpp). */
+    brasa_token eog[TOK_MAX_EOG];
+    int32_t n_eog;
     bool add_bos, add_eos, add_space_prefix;
 } tok_vocab;
 
@@ -64,6 +75,14 @@ void tok_vocab_free(tok_vocab *v);
 
 static inline bool tok_vocab_has(const tok_vocab *v, brasa_token t) {
     return t >= 0 && t < v->n_tokens;
+}
+
+/* Whether t ends generation (one of v->eog). */
+static inline bool tok_vocab_is_eog(const tok_vocab *v, brasa_token t) {
+    for (int32_t i = 0; i < v->n_eog; i++)
+        if (v->eog[i] == t)
+            return true;
+    return false;
 }
 
 #endif

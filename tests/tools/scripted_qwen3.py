@@ -9,6 +9,7 @@ stream is the last token's embedding; the chain's tokens have one-hot embeddings
 rows of their successors point the same way, 32 logits above every other token. So a prompt that
 ends in chain[0] gets the reply chain[1:], whatever came before. Its text means nothing: the
 point is a real reasoning block coming out of the real engine, through the CLI and the server.
+Other tokens can be added in place of Qwen3's (scripted_harmony.py adds gpt-oss's).
 
 Usage as a program: scripted_qwen3.py --base SMOLLM2_GGUF --out OUT.gguf [--template FILE]
 """
@@ -64,12 +65,24 @@ def _field(r, key):
     return f.contents()
 
 
-def make(base, out, template, chain=None):
-    """Writes OUT: base's tokenizer plus <think>, </think>, the template, and (with a chain) weights."""
+QWEN3_ADDED = [("<think>", USER_DEFINED), ("</think>", USER_DEFINED)]
+
+
+def base_tokens(base):
+    """base's token texts (the ids an added token gets follow them)."""
+    return list(_field(GGUFReader(base), "tokenizer.ggml.tokens"))
+
+
+def make(base, out, template, chain=None, added=QWEN3_ADDED, special_ids=None):
+    """Writes OUT: base's tokenizer plus the added (text, type) tokens (Qwen3's <think> and </think>
+    unless told), the template, and (with a chain) weights. A chain names its tokens by text, or by id
+    where a text is there twice (a chain's tokens must be distinct). special_ids: tokenizer.ggml.*_id
+    keys (e.g. "eos_token_id") to write instead of base's."""
     r = GGUFReader(base)
-    tokens = list(_field(r, "tokenizer.ggml.tokens")) + ["<think>", "</think>"]
-    types = list(_field(r, "tokenizer.ggml.token_type")) + [USER_DEFINED, USER_DEFINED]
+    tokens = list(_field(r, "tokenizer.ggml.tokens")) + [t for t, _ in added]
+    types = list(_field(r, "tokenizer.ggml.token_type")) + [k for _, k in added]
     merges = list(_field(r, "tokenizer.ggml.merges"))
+    special_ids = special_ids or {}
     n_vocab = len(tokens)
     w = GGUFWriter(out, "qwen3")
     w.add_block_count(1)
@@ -88,12 +101,14 @@ def make(base, out, template, chain=None):
     w.add_token_types(types)
     w.add_token_merges(merges)
     for key in ("bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id"):
-        if "tokenizer.ggml." + key in r.fields:
+        if "tokenizer.ggml." + key in r.fields and key not in special_ids:
             w.add_uint32("tokenizer.ggml." + key, int(_field(r, "tokenizer.ggml." + key)))
+    for key, value in special_ids.items():
+        w.add_uint32("tokenizer.ggml." + key, value)
     w.add_bool("tokenizer.ggml.add_bos_token", False)
     w.add_chat_template(template)
     if chain:
-        ids = [tokens.index(t) for t in chain]
+        ids = [t if isinstance(t, int) else tokens.index(t) for t in chain]
         if len(set(ids)) != len(ids) or len(ids) > N_EMBD:
             raise ValueError("a chain's tokens must be distinct, at most 64")
         embd = np.zeros((n_vocab, N_EMBD), np.float32)
