@@ -40,6 +40,7 @@ set(BRASA_LIB_SOURCES
   src/models/qwen2.c
   src/models/qwen3.c
   src/models/gemma3.c
+  src/models/gpt_oss.c
   src/models/bert.c
   src/template/jinja_lex.c
   src/template/jinja_parse.c

@@ -7,9 +7,12 @@ the tokenizer of a model you have, and its tensor data left as a hole; `gguf_syn
 
 Usage: shape_model.py SHAPE --tokenizer-from MODEL.gguf --layers N --out OUT.gguf [--synth GGUF_SYNTH]
        SHAPE: qwen3-30b-a3b (Qwen3-30B-A3B / Qwen3-Coder-30B-A3B: 128 experts, 8 used, 48 layers)
+              gpt-oss-20b (32 experts, 4 used, 24 layers; sliding and full layers, sinks, biases)
+              gpt-oss-120b (128 experts, 4 used, 36 layers)
        --synth: fill it at once (gguf_synth cut, then fill; the holes' file is replaced)
-Types as a Q4_K_M file: Q4_K, with Q6_K for attn_v, ffn_down_exps and the output head; F32 norms
-and router.
+Types: qwen3moe as a Q4_K_M file (Q4_K, with Q6_K for attn_v, ffn_down_exps and the output head);
+gpt-oss as OpenAI's release converted (MXFP4 experts; Q8_0 for the other matrices, an assumption:
+the published GGUFs vary there); F32 norms, router, biases and sinks.
 """
 import argparse
 import os
@@ -27,6 +30,13 @@ SHAPES = {
     "qwen3-30b-a3b": dict(arch="qwen3moe", n_embd=2048, n_head=32, n_head_kv=4, head_dim=128, n_ff=6144,
                           n_ff_exp=768, n_expert=128, n_expert_used=8, eps=1e-6, rope_base=1e6,
                           n_ctx=40960, n_layer=48),
+    # OpenAI's config.json (also sliding_window 128, rope_scaling yarn factor 32 over 4096)
+    "gpt-oss-20b": dict(arch="gpt-oss", n_embd=2880, n_head=64, n_head_kv=8, head_dim=64, n_ff=2880,
+                        n_ff_exp=2880, n_expert=32, n_expert_used=4, eps=1e-5, rope_base=150000.0,
+                        n_ctx=131072, n_layer=24),
+    "gpt-oss-120b": dict(arch="gpt-oss", n_embd=2880, n_head=64, n_head_kv=8, head_dim=64, n_ff=2880,
+                         n_ff_exp=2880, n_expert=128, n_expert_used=4, eps=1e-5, rope_base=150000.0,
+                         n_ctx=131072, n_layer=36),
 }
 
 
@@ -79,6 +89,12 @@ def main():
     w.add_expert_count(s["n_expert"])
     w.add_expert_used_count(s["n_expert_used"])
     w.add_expert_feed_forward_length(s["n_ff_exp"])
+    oss = arch == "gpt-oss"
+    if oss:
+        w.add_sliding_window(128)
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(32.0)
+        w.add_rope_scaling_orig_ctx_len(4096)
 
     def tensor(name, shape, qtype):
         """shape in NumPy order (outermost first), as GGUFWriter takes it."""
@@ -91,10 +107,30 @@ def main():
                               raw_dtype=qtype)
 
     NE, FE = s["n_expert"], s["n_ff_exp"]
-    tensor("token_embd.weight", (n_vocab, E), T.Q4_K)
-    tensor("output_norm.weight", (E,), T.F32)
-    tensor("output.weight", (n_vocab, E), T.Q6_K)
-    for il in range(L):
+    if oss:
+        tensor("token_embd.weight", (n_vocab, E), T.Q8_0)
+        tensor("output_norm.weight", (E,), T.F32)
+        tensor("output.weight", (n_vocab, E), T.Q8_0)
+        for il in range(L):
+            p = f"blk.{il}."
+            tensor(p + "attn_norm.weight", (E,), T.F32)
+            for name, rows in (("attn_q", H * D), ("attn_k", KV * D), ("attn_v", KV * D)):
+                tensor(p + name + ".weight", (rows, E), T.Q8_0)
+                tensor(p + name + ".bias", (rows,), T.F32)
+            tensor(p + "attn_output.weight", (E, H * D), T.Q8_0)
+            tensor(p + "attn_output.bias", (E,), T.F32)
+            tensor(p + "attn_sinks.weight", (H,), T.F32)
+            tensor(p + "post_attention_norm.weight", (E,), T.F32)
+            tensor(p + "ffn_gate_inp.weight", (NE, E), T.F32)
+            tensor(p + "ffn_gate_inp.bias", (NE,), T.F32)
+            for name, rows, cols in (("gate", FE, E), ("up", FE, E), ("down", E, FE)):
+                tensor(p + f"ffn_{name}_exps.weight", (NE, rows, cols), T.MXFP4)
+                tensor(p + f"ffn_{name}_exps.bias", (NE, rows), T.F32)
+    else:
+        tensor("token_embd.weight", (n_vocab, E), T.Q4_K)
+        tensor("output_norm.weight", (E,), T.F32)
+        tensor("output.weight", (n_vocab, E), T.Q6_K)
+    for il in range(0 if oss else L):
         p = f"blk.{il}."
         tensor(p + "attn_norm.weight", (E,), T.F32)
         tensor(p + "attn_q.weight", (H * D, E), T.Q4_K)

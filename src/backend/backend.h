@@ -39,7 +39,8 @@ typedef enum bk_rope_mode {
 typedef enum bk_act {
     BK_ACT_SILU,
     BK_ACT_GELU_TANH,
-    BK_ACT_GELU_ERF /* x/2 * (1 + erf(x/sqrt 2)), the exact GELU that BERT uses */
+    BK_ACT_GELU_ERF,  /* x/2 * (1 + erf(x/sqrt 2)), the exact GELU that BERT uses */
+    BK_ACT_SWIGLU_OAI /* gpt-oss's clamped SwiGLU (cpu_glu_scalar says how): glu only, it needs the up */
 } bk_act;
 
 /* Rotary position embedding of n_head heads of head_dim per row; the first rope_dim dims of each
@@ -64,6 +65,9 @@ typedef struct bk_attention_params {
     int32_t window;       /* 0: full causal; else a query at p sees keys at p - window < j <= p */
     bool bidirectional;   /* every query sees every row of k and v, whatever its position (an
                            * encoder over its own input); window must be 0 */
+    const bk_tensor *sinks; /* NULL, or (n_head) f32 on the device: head h's learned logit s_h joins
+                             * its softmax's denominator only (gpt-oss's attention sinks), so the
+                             * weights are exp(score_j) / (sum_i exp(score_i) + exp(s_h)) */
 } bk_attention_params;
 
 /* One product of a group that shares its input (see matmul_group). */
@@ -144,7 +148,8 @@ typedef struct bk_device_ops {
                               bk_tensor *weights, brasa_error *err);
     /* Products by expert: for token t's slot j (of ids' k), row t*k + j of each outs[i].y is
      * outs[i].w's expert ids[t][j] (w: ne2 experts of (n_out, n_in)) times x's row t when x has
-     * n_tok rows (the token's input, shared by its slots), or row t*k + j when x has n_tok*k rows.
+     * n_tok rows (the token's input, shared by its slots), or row t*k + j when x has n_tok*k rows;
+     * plus row ids[t][j] of outs[i].bias (ne2 rows of n_out f32) where a product has one.
      * The slots that chose one expert go together, so each expert's weights are read once a batch;
      * a slot's result does not depend on the others (bit for bit up to BK_BATCH_EXACT_MAX tokens).
      * Biases (outs[i].bias) are not taken: NULL. */

@@ -19,7 +19,7 @@
 typedef enum { ARCH_REQUIRED, ARCH_OPTIONAL, ARCH_SKIP } arch_need;
 
 static const arch_def *const registry[] = { &arch_llama, &arch_qwen2, &arch_qwen3, &arch_qwen3moe, &arch_gemma3,
-                                             &arch_bert };
+                                             &arch_gpt_oss, &arch_bert };
 
 const arch_def *arch_find(const char *name) {
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
@@ -29,7 +29,7 @@ const arch_def *arch_find(const char *name) {
 }
 
 const char *arch_names(void) {
-    return "llama, qwen2, qwen3, qwen3moe, gemma3, bert";
+    return "llama, qwen2, qwen3, qwen3moe, gemma3, gpt-oss, bert";
 }
 
 #define LAYER_TENSOR(field, gguf, group, ne0, ne1, ne2) { gguf, offsetof(arch_layer, field), group, { ne0, ne1, ne2 } }
@@ -44,23 +44,32 @@ const arch_tensor_def arch_layer_tensors[] = {
     LAYER_TENSOR(bv, "attn_v.bias", ARCH_T_QKV_BIAS | ARCH_T_BERT, ARCH_DIM_KV, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(q_norm, "attn_q_norm.weight", ARCH_T_QK_NORM, ARCH_DIM_HEAD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(k_norm, "attn_k_norm.weight", ARCH_T_QK_NORM, ARCH_DIM_HEAD, ARCH_DIM_ONE, ARCH_DIM_ONE),
-    LAYER_TENSOR(attn_post_norm, "post_attention_norm.weight", ARCH_T_POST_NORMS, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(attn_post_norm, "post_attention_norm.weight", ARCH_T_POST_NORMS | ARCH_T_ATTN_POST_NORM, ARCH_DIM_EMBD,
+                 ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_norm, "ffn_norm.weight", ARCH_T_FFN | ARCH_T_MOE, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_gate, "ffn_gate.weight", ARCH_T_FFN, ARCH_DIM_EMBD, ARCH_DIM_FF, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_up, "ffn_up.weight", ARCH_T_FFN | ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_FF, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_down, "ffn_down.weight", ARCH_T_FFN | ARCH_T_BERT, ARCH_DIM_FF, ARCH_DIM_EMBD, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_post_norm, "post_ffw_norm.weight", ARCH_T_POST_NORMS, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
-    LAYER_TENSOR(ffn_gate_inp, "ffn_gate_inp.weight", ARCH_T_MOE, ARCH_DIM_EMBD, ARCH_DIM_EXPERTS, ARCH_DIM_ONE),
-    LAYER_TENSOR(ffn_gate_exps, "ffn_gate_exps.weight", ARCH_T_MOE, ARCH_DIM_EMBD, ARCH_DIM_FF_EXP, ARCH_DIM_EXPERTS),
-    LAYER_TENSOR(ffn_up_exps, "ffn_up_exps.weight", ARCH_T_MOE, ARCH_DIM_EMBD, ARCH_DIM_FF_EXP, ARCH_DIM_EXPERTS),
-    LAYER_TENSOR(ffn_down_exps, "ffn_down_exps.weight", ARCH_T_MOE, ARCH_DIM_FF_EXP, ARCH_DIM_EMBD, ARCH_DIM_EXPERTS),
-    LAYER_TENSOR(bo, "attn_output.bias", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_gate_inp, "ffn_gate_inp.weight", ARCH_T_MOE | ARCH_T_EXPERTS, ARCH_DIM_EMBD, ARCH_DIM_EXPERTS, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_gate_exps, "ffn_gate_exps.weight", ARCH_T_MOE | ARCH_T_EXPERTS, ARCH_DIM_EMBD, ARCH_DIM_FF_EXP,
+                 ARCH_DIM_EXPERTS),
+    LAYER_TENSOR(ffn_up_exps, "ffn_up_exps.weight", ARCH_T_MOE | ARCH_T_EXPERTS, ARCH_DIM_EMBD, ARCH_DIM_FF_EXP,
+                 ARCH_DIM_EXPERTS),
+    LAYER_TENSOR(ffn_down_exps, "ffn_down_exps.weight", ARCH_T_MOE | ARCH_T_EXPERTS, ARCH_DIM_FF_EXP, ARCH_DIM_EMBD,
+                 ARCH_DIM_EXPERTS),
+    LAYER_TENSOR(bo, "attn_output.bias", ARCH_T_BERT | ARCH_T_OUT_BIAS, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(attn_out_norm, "attn_output_norm.weight", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(attn_out_norm_b, "attn_output_norm.bias", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_up_b, "ffn_up.bias", ARCH_T_BERT, ARCH_DIM_FF, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(ffn_down_b, "ffn_down.bias", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(layer_out_norm, "layer_output_norm.weight", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
     LAYER_TENSOR(layer_out_norm_b, "layer_output_norm.bias", ARCH_T_BERT, ARCH_DIM_EMBD, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(attn_sinks, "attn_sinks.weight", ARCH_T_SINKS, ARCH_DIM_HEADS, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_gate_inp_b, "ffn_gate_inp.bias", ARCH_T_MOE_BIAS, ARCH_DIM_EXPERTS, ARCH_DIM_ONE, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_gate_exps_b, "ffn_gate_exps.bias", ARCH_T_MOE_BIAS, ARCH_DIM_FF_EXP, ARCH_DIM_EXPERTS, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_up_exps_b, "ffn_up_exps.bias", ARCH_T_MOE_BIAS, ARCH_DIM_FF_EXP, ARCH_DIM_EXPERTS, ARCH_DIM_ONE),
+    LAYER_TENSOR(ffn_down_exps_b, "ffn_down_exps.bias", ARCH_T_MOE_BIAS, ARCH_DIM_EMBD, ARCH_DIM_EXPERTS, ARCH_DIM_ONE),
 };
 const int arch_layer_tensor_count = (int)(sizeof arch_layer_tensors / sizeof arch_layer_tensors[0]);
 static_assert(sizeof(arch_layer) == sizeof arch_layer_tensors / sizeof arch_layer_tensors[0] * sizeof(bk_tensor),
@@ -84,6 +93,7 @@ int64_t arch_dim_size(const arch_hparams *hp, arch_dim d) {
     case ARCH_DIM_FF_EXP: return hp->n_ff_exp;
     case ARCH_DIM_ROPE_PAIRS: return hp->rope_dim / 2;
     case ARCH_DIM_OUTPUT: return hp->encoder ? 0 : hp->n_vocab;
+    case ARCH_DIM_HEADS: return hp->n_head;
     }
     return 0;
 }
@@ -206,7 +216,7 @@ brasa_status arch_read_hparams(const gguf_file *f, const arch_def *def, arch_hpa
         return err_set(err, BRASA_ERR_FORMAT, "general.architecture is missing");
     memcpy(arch, name.data, name.len);
     arch[name.len] = '\0';
-    const bool moe = def && (def->required & ARCH_T_MOE);
+    const bool moe = def && (def->required & (ARCH_T_MOE | ARCH_T_EXPERTS));
     /* what the model is for, read first so that even a file brasa cannot run is described */
     hp->encoder = def && def->encoder;
     bool causal = !hp->encoder;
@@ -321,8 +331,9 @@ static brasa_status bind(const gguf_file *f, bk_tensor *t, arch_need need, const
     if (!q->dequantize)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "tensor '%s' has type %s, which brasa cannot compute with yet",
                        name, q->name);
-    /* vectors (norms, biases) are read directly as floats by the kernels */
-    if (ne[1] == 1 && ne[2] == 1 && g->type != QUANT_F32)
+    /* vectors (norms, biases, sinks) and the experts' rows of biases are read directly as floats */
+    const size_t len = strlen(name);
+    if (((ne[1] == 1 && ne[2] == 1) || (len > 5 && strcmp(name + len - 5, ".bias") == 0)) && g->type != QUANT_F32)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "tensor '%s' is %s; brasa needs f32 for norms and biases", name, q->name);
     *t = bk_view3(NULL, g->type, ne[0], ne[1], ne[2], (void *)g->data);
     t->constant = true; /* the mapped file is read-only */

@@ -39,6 +39,8 @@ typedef struct arch_hparams {
     int32_t rope_ctx_orig;     /* YaRN: the trained context the factor stretches */
     float yarn_corr_low, yarn_corr_high, yarn_mscale; /* YaRN's ramp (pair indices) and magnitude */
     float rope_base_local;     /* rope base of sliding-window layers (gemma3), else rope_base */
+    bool rope_scale_local;     /* sliding-window layers take the rope scaling too (gpt-oss); gemma3's
+                                * turn unscaled */
     int32_t sliding_window;    /* 0: none */
     int32_t swa_pattern;       /* every swa_pattern-th layer is global; 0: all layers alike */
     float embd_scale;          /* token embeddings are multiplied by this (1 for most) */
@@ -61,7 +63,8 @@ typedef struct arch_hparams {
 typedef enum arch_dim {
     ARCH_DIM_ONE, ARCH_DIM_EMBD, ARCH_DIM_Q, ARCH_DIM_KV, ARCH_DIM_HEAD, ARCH_DIM_FF, ARCH_DIM_VOCAB,
     ARCH_DIM_EXPERTS, ARCH_DIM_EXPERTS_USED, ARCH_DIM_FF_EXP, ARCH_DIM_ROPE_PAIRS,
-    ARCH_DIM_OUTPUT /* the output head's rows: n_vocab, or 0 for an encoder, which has none */
+    ARCH_DIM_OUTPUT, /* the output head's rows: n_vocab, or 0 for an encoder, which has none */
+    ARCH_DIM_HEADS   /* query heads: one value each (attention sinks) */
 } arch_dim;
 int64_t arch_dim_size(const arch_hparams *hp, arch_dim d);
 
@@ -76,6 +79,7 @@ typedef struct arch_layer {
     bk_tensor ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_post_norm;
     bk_tensor ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps;
     bk_tensor bo, attn_out_norm, attn_out_norm_b, ffn_up_b, ffn_down_b, layer_out_norm, layer_out_norm_b;
+    bk_tensor attn_sinks, ffn_gate_inp_b, ffn_gate_exps_b, ffn_up_exps_b, ffn_down_exps_b;
 } arch_layer;
 
 /* Groups of a layer's tensors; an architecture names the groups it requires and those it takes
@@ -87,8 +91,14 @@ enum {
     ARCH_T_POST_NORMS = 1 << 3, /* norms after attention and after the FFN */
     ARCH_T_FFN = 1 << 4,        /* ffn_norm, gate, up, down */
     ARCH_T_MOE = 1 << 5,        /* ffn_norm, the router and the experts */
-    ARCH_T_BERT = 1 << 6        /* BERT's post-norm layer: q, k, v, output and FFN up and down, each
+    ARCH_T_BERT = 1 << 6,       /* BERT's post-norm layer: q, k, v, output and FFN up and down, each
                                  * with a bias, and a LayerNorm after attention and after the FFN */
+    ARCH_T_EXPERTS = 1 << 7,    /* the router and the experts alone (the norm before them is the
+                                 * architecture's: gpt-oss's post_attention_norm) */
+    ARCH_T_ATTN_POST_NORM = 1 << 8, /* the norm after attention alone */
+    ARCH_T_OUT_BIAS = 1 << 9,   /* the attention output's bias */
+    ARCH_T_SINKS = 1 << 10,     /* attention sinks: a learned logit per head (attn_sinks) */
+    ARCH_T_MOE_BIAS = 1 << 11   /* biases of the router and of every expert's gate, up and down */
 };
 
 /* A layer tensor: its GGUF name after "blk.N.", where it lives in arch_layer, its group and its
@@ -164,6 +174,6 @@ bool arch_layer_is_local(const arch_hparams *hp, int il);
  * attention, which sees its whole input in one batch and keeps nothing. */
 int32_t arch_kv_rows(const arch_hparams *hp, int il, int32_t n_ctx, int32_t n_batch);
 
-extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_qwen3moe, arch_gemma3, arch_bert;
+extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_qwen3moe, arch_gemma3, arch_gpt_oss, arch_bert;
 
 #endif

@@ -89,7 +89,7 @@ static bk_rope_params layer_rope(const fwd *f, int il, int32_t n_head) {
     const bool local = arch_layer_is_local(hp, il);
     bk_rope_params p = { .n_head = n_head, .head_dim = hp->head_dim, .rope_dim = hp->rope_dim, .mode = hp->rope_mode,
                          .base = local ? hp->rope_base_local : hp->rope_base, .freq_scale = 1.0f, .mscale = 1.0f };
-    if (local)
+    if (local && !hp->rope_scale_local)
         return p;
     p.freq_scale = hp->rope_freq_scale;
     p.freq_factors = f->w->rope_freqs.data ? &f->w->rope_freqs : NULL;
@@ -125,7 +125,7 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
     }
     /* an encoder: each sequence's queries see all of its keys, which the batch holds */
     if (hp->bidirectional) {
-        const bk_attention_params ap = { hp->n_head, hp->n_head_kv, hp->head_dim, hp->attn_scale, hp->attn_softcap, 0, true };
+        const bk_attention_params ap = { hp->n_head, hp->n_head_kv, hp->head_dim, hp->attn_scale, hp->attn_softcap, 0, true, NULL };
         for (int s = 0; s < f->n_seqs; s++) {
             const fwd_seq *sq = &f->seqs[s];
             const bk_tensor k = bk_rows(&a->k, sq->row0, sq->n), v = bk_rows(&a->v, sq->row0, sq->n);
@@ -138,7 +138,7 @@ brasa_status fwd_self_attention(fwd *f, int il, const bk_tensor *in, bk_tensor *
     /* each sequence appends to its own cache and attends over it */
     const bool local = arch_layer_is_local(hp, il);
     bk_attention_params ap = { hp->n_head, hp->n_head_kv, hp->head_dim, hp->attn_scale, hp->attn_softcap,
-                               local ? hp->sliding_window : 0, false };
+                               local ? hp->sliding_window : 0, false, present(&l->attn_sinks) ? &l->attn_sinks : NULL };
     for (int s = 0; s < f->n_seqs; s++) {
         const fwd_seq *sq = &f->seqs[s];
         const bk_tensor k = bk_rows(&a->k, sq->row0, sq->n), v = bk_rows(&a->v, sq->row0, sq->n);
@@ -170,14 +170,16 @@ brasa_status fwd_moe(fwd *f, int il, const bk_tensor *in, bk_tensor *out) {
     if (!ops->moe_route || !ops->matmul_id || !ops->moe_sum)
         return err_set(f->err, BRASA_ERR_UNSUPPORTED, "the %s device has no kernels for routed experts", ops->name);
     /* the router picks each token's experts and their weights, on the device */
-    FWD_TRY(ops->matmul(f->dev, &l->ffn_gate_inp, in, NULL, &a->router, f->err));
+    FWD_TRY(ops->matmul(f->dev, &l->ffn_gate_inp, in, present(&l->ffn_gate_inp_b) ? &l->ffn_gate_inp_b : NULL, &a->router,
+                        f->err));
     FWD_TRY(ops->moe_route(f->dev, &a->router, hp->n_expert_used, hp->expert_weights_norm, &a->expert_ids, &a->expert_w,
                            f->err));
     /* each chosen expert's gated FFN, one slot per token and expert */
-    const bk_matmul_out gate_up[2] = { { &l->ffn_gate_exps, NULL, &a->gate_exp }, { &l->ffn_up_exps, NULL, &a->up_exp } };
+    const bk_matmul_out gate_up[2] = { { &l->ffn_gate_exps, present(&l->ffn_gate_exps_b) ? &l->ffn_gate_exps_b : NULL, &a->gate_exp },
+                                       { &l->ffn_up_exps, present(&l->ffn_up_exps_b) ? &l->ffn_up_exps_b : NULL, &a->up_exp } };
     FWD_TRY(ops->matmul_id(f->dev, in, &a->expert_ids, gate_up, 2, f->err));
     FWD_TRY(ops->glu(f->dev, &a->gate_exp, &a->up_exp, hp->ffn_act, &a->gate_exp, f->err));
-    const bk_matmul_out down = { &l->ffn_down_exps, NULL, &a->down_exp };
+    const bk_matmul_out down = { &l->ffn_down_exps, present(&l->ffn_down_exps_b) ? &l->ffn_down_exps_b : NULL, &a->down_exp };
     FWD_TRY(ops->matmul_id(f->dev, &a->gate_exp, &a->expert_ids, &down, 1, f->err));
     /* weighted by the router */
     return ops->moe_sum(f->dev, &a->down_exp, &a->expert_w, out, f->err);

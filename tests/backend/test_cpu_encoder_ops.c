@@ -155,7 +155,7 @@ static double attention_case(bk_device *dev, int n_q, int n_kv, uint32_t type, f
     bk_tensor qt = f32_tensor(H * HD, n_q, q), ot = f32_tensor(H * HD, n_q, out);
     bk_tensor kt = type == QUANT_F16 ? bk_view(NULL, QUANT_F16, HKV * HD, n_kv, kh) : f32_tensor(HKV * HD, n_kv, k);
     bk_tensor vt = type == QUANT_F16 ? bk_view(NULL, QUANT_F16, HKV * HD, n_kv, vh) : f32_tensor(HKV * HD, n_kv, v);
-    const bk_attention_params p = { H, HKV, HD, scale, 0.0f, 0, true };
+    const bk_attention_params p = { H, HKV, HD, scale, 0.0f, 0, true, NULL };
     CHECK(dev->ops->attention(dev, &qt, &kt, &vt, pos, &p, &ot, &err) == BRASA_OK, "%s", err.message);
     attention_reference(q, k, v, n_q, n_kv, H, HKV, HD, scale, want);
     double worst = 0;
@@ -163,7 +163,7 @@ static double attention_case(bk_device *dev, int n_q, int n_kv, uint32_t type, f
         const double d = fabs(out[i] - want[i]);
         worst = d > worst ? d : worst;
     }
-    const bk_attention_params windowed = { H, HKV, HD, scale, 0.0f, 8, true };
+    const bk_attention_params windowed = { H, HKV, HD, scale, 0.0f, 8, true, NULL };
     CHECK(dev->ops->attention(dev, &qt, &kt, &vt, pos, &windowed, &ot, &err) != BRASA_OK, "a windowed bidirectional "
           "attention was accepted");
     free(q), free(k), free(v), free(kh), free(vh), free(want), free(pos);

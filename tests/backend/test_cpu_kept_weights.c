@@ -39,7 +39,7 @@ int main(void) {
     }
     printf("path %s\n", bk_cpu_kernels_name(dev));
     const bool q8 = strstr(bk_cpu_kernels_name(dev), "+q8") != NULL;
-    const uint32_t types[] = { QUANT_Q4_0, QUANT_Q4_1, QUANT_Q5_0, QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K };
+    const uint32_t types[] = { QUANT_Q4_0, QUANT_Q4_1, QUANT_Q5_0, QUANT_Q5_1, QUANT_Q8_0, QUANT_Q4_K, QUANT_Q5_K, QUANT_Q6_K, QUANT_MXFP4 };
     const int64_t counts[] = { 1, 3, 4, 9, 16, 70 }, n_in = 512, n_out = 8 * 5 + 3, max_tok = 70;
     int passed = 0, failed = 0;
     uint8_t *all_rows[sizeof types / sizeof types[0]] = { 0 };

@@ -446,23 +446,29 @@ int main(void) {
               *y1 = malloc(NG * sizeof *y1);
         for (int i = 0; i < NG; i++) {
             g[i] = (float)(i % 3 == 0 ? 40.0 * rnd_unit() : i % 3 == 1 ? 6.0 * rnd_unit() : 120.0 * rnd_unit());
-            u[i] = rnd_unit();
+            u[i] = 12.0f * rnd_unit(); /* past the clamped SwiGLU's limit of 7 now and then */
         }
         const float special[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 87.5f, -87.5f, 88.5f, -88.5f, 1e-40f, -1e-40f, 1e30f, -1e30f };
         memcpy(g, special, sizeof special);
-        for (int kind = CPU_GLU_SILU; kind <= CPU_GLU_GELU_TANH; kind++) {
+        for (int kind = CPU_GLU_SILU; kind <= CPU_GLU_SWIGLU_OAI; kind++) {
             int bad_twin = 0, bad_ref = 0;
             for (int i = 0; i < NG; i++) {
                 float one;
-                cpu_glu_scalar((cpu_glu_kind)kind, g + i, NULL, &one, 1);
-                const float v = g[i];
-                const float arg = kind == CPU_GLU_SILU ? -v : -v * (0.0713548162726008f * (v * v) + 1.5957691216057308f);
-                const float libm = v / (1.0f + expf(arg));
-                if (isnan(v) ? !isnan(one) : (isinf(v) || fabsf(arg) > 87.0f) ? false : fabsf(one - libm) > 4e-7f * fabsf(libm) + 1e-37f)
+                const bool oai = kind == CPU_GLU_SWIGLU_OAI;
+                cpu_glu_scalar((cpu_glu_kind)kind, g + i, oai ? u + i : NULL, &one, 1);
+                /* the clamped SwiGLU's gate clamped at 7 (a NaN too), its up to [-7, 7], times (u' + 1) */
+                const float v = oai ? (g[i] < 7.0f ? g[i] : 7.0f) : g[i];
+                const float up = oai ? fmaxf(fminf(u[i], 7.0f), -7.0f) + 1.0f : 1.0f;
+                const float arg = kind == CPU_GLU_SILU ? -v
+                                  : oai               ? -1.702f * v
+                                                      : -v * (0.0713548162726008f * (v * v) + 1.5957691216057308f);
+                const float libm = v / (1.0f + expf(arg)) * up;
+                if ((isnan(v) && !oai) ? !isnan(one) : (isinf(v) || fabsf(arg) > 87.0f) ? false : fabsf(one - libm) > 4e-7f * fabsf(libm) + 1e-37f)
                     bad_twin++;
                 if (fabs((double)v) < 4.0) { /* beyond, the float argument's own rounding (|arg| ulps) shows */
                     const double dv = v, exact = kind == CPU_GLU_SILU ? dv / (1.0 + exp(-dv))
-                                                                      : 0.5 * dv * (1.0 + tanh(0.7978845608028654 * (dv + 0.044715 * dv * dv * dv)));
+                                                 : oai ? dv / (1.0 + exp(-1.702 * dv)) * ((double)up)
+                                                       : 0.5 * dv * (1.0 + tanh(0.7978845608028654 * (dv + 0.044715 * dv * dv * dv)));
                     bad_ref += fabs((double)one - exact) > 1e-5 * fabs(exact) + 1e-30;
                 }
             }

@@ -176,10 +176,11 @@ double rms_norm_case(int64_t ne0, int64_t group, bool weighted) {
     return nmse(y.data(), want.data(), y.size());
 }
 
-/* add, scale, softcap and both gated activations, against the CPU device */
+/* add, scale, softcap and the gated activations, against the CPU device */
 double elementwise_case(const std::string &op) {
     const int64_t rows = 3, ne0 = 333;
-    dvec<float> a = random_floats((size_t)(rows * ne0), 6.0f), b = random_floats(a.size(), 2.0f), want = a, got = a;
+    const float wide = op == "swiglu_oai" ? 5.0f : 1.0f; /* past its clamps at +-7 */
+    dvec<float> a = random_floats((size_t)(rows * ne0), 6.0f * wide), b = random_floats(a.size(), 2.0f * wide), want = a, got = a;
     brasa_error err = {};
     bk_tensor at = host(ne0, rows, a.data()), bt = host(ne0, rows, b.data()), wt = host(ne0, rows, want.data());
     int rc;
@@ -193,9 +194,9 @@ double elementwise_case(const std::string &op) {
         check_cpu(cpu->ops->softcap(cpu, &wt, 2.5f, &err), err);
         rc = gk_softcap(&ex, got.data(), ne0, rows, ne0, 2.5f);
     } else {
-        const bk_act act = op == "silu" ? BK_ACT_SILU : BK_ACT_GELU_TANH;
+        const bk_act act = op == "silu" ? BK_ACT_SILU : op == "gelu" ? BK_ACT_GELU_TANH : BK_ACT_SWIGLU_OAI;
         check_cpu(cpu->ops->glu(cpu, &at, &bt, act, &wt, &err), err);
-        rc = gk_glu(&ex, a.data(), ne0, b.data(), ne0, got.data(), ne0, rows, ne0, act == BK_ACT_SILU ? 0 : 1);
+        rc = gk_glu(&ex, a.data(), ne0, b.data(), ne0, got.data(), ne0, rows, ne0, act == BK_ACT_SILU ? 0 : act == BK_ACT_GELU_TANH ? 1 : 2);
     }
     return !ran(rc) ? INFINITY : nmse(got.data(), want.data(), got.size());
 }
@@ -259,6 +260,7 @@ struct attn_setup {
     int window;
     float softcap;
     bool f16;
+    bool sinks; /* a learned logit per head in each softmax's denominator (gpt-oss) */
 };
 
 double attention_case(const attn_setup &a) {
@@ -273,13 +275,15 @@ double attention_case(const attn_setup &a) {
     const uint32_t kv_type = a.f16 ? QUANT_F16 : QUANT_F32;
     void *kd = a.f16 ? (void *)k16.data() : (void *)k.data(), *vd = a.f16 ? (void *)v16.data() : (void *)v.data();
     const float scale = 1.0f / std::sqrt((float)a.head_dim);
-    bk_attention_params p = { a.n_head, a.n_head_kv, a.head_dim, scale, a.softcap, a.window, false };
+    dvec<float> sinks = random_floats((size_t)a.n_head, 3.0f); /* about the scores' size: they matter */
+    bk_tensor st = host(a.n_head, 1, sinks.data());
+    bk_attention_params p = { a.n_head, a.n_head_kv, a.head_dim, scale, a.softcap, a.window, false, a.sinks ? &st : nullptr };
     brasa_error err = {};
     bk_tensor qt = host(q_ne0, n_tok, q.data()), ot = host(q_ne0, n_tok, want.data());
     bk_tensor kt = bk_view(nullptr, kv_type, kv_ne0, a.cache_rows, kd), vt = bk_view(nullptr, kv_type, kv_ne0, a.cache_rows, vd);
     check_cpu(cpu->ops->attention(cpu, &qt, &kt, &vt, a.pos.data(), &p, &ot, &err), err);
     if (!ran(gk_attention(&ex, q.data(), q_ne0, kd, vd, a.f16, kv_ne0, a.cache_rows, a.pos.data(), n_tok, a.n_head, a.n_head_kv,
-                          a.head_dim, scale, a.softcap, a.window, got.data(), q_ne0)))
+                          a.head_dim, scale, a.softcap, a.window, a.sinks ? sinks.data() : nullptr, got.data(), q_ne0)))
         return INFINITY;
     return nmse(got.data(), want.data(), got.size());
 }
@@ -338,7 +342,8 @@ bk_device *cpu_f32 = nullptr; /* the CPU device with float activations: its prod
 
 /* matmul_id of two products sharing x (rows 37 and 20) against the CPU device's (float
  * activations); per_slot: x has a row per slot, else one per token. */
-double matmul_id_case(uint32_t type, int64_t n_tok, bool per_slot, const std::string &pattern, int variant = GK_VARIANT_DEFAULT) {
+double matmul_id_case(uint32_t type, int64_t n_tok, bool per_slot, const std::string &pattern, int variant = GK_VARIANT_DEFAULT,
+                      bool biased = false) {
     const int n_expert = 8, k = 3;
     const int64_t n_in = 256, n_out[2] = { 37, 20 }, n_slots = n_tok * k, n_x = per_slot ? n_slots : n_tok;
     uint64_t rb = 0;
@@ -348,15 +353,17 @@ double matmul_id_case(uint32_t type, int64_t n_tok, bool per_slot, const std::st
     dvec<float> x = random_floats((size_t)(xs * n_x));
     dvec<int32_t> ids = expert_ids(n_tok, k, n_expert, pattern);
     dvec<int32_t> groups(gk_moe_groups_bytes(n_expert, n_slots) / sizeof(int32_t));
-    dvec<float> y[2], want[2];
-    bk_tensor wt[2], yt[2];
+    dvec<float> y[2], want[2], bias[2];
+    bk_tensor wt[2], yt[2], bt[2];
     bk_matmul_out outs[2];
     for (int i = 0; i < 2; i++) {
         y[i].assign((size_t)(n_slots * n_out[i]), NAN);
         want[i].assign(y[i].size(), NAN);
+        bias[i] = random_floats((size_t)(n_expert * n_out[i])); /* each expert's row of biases (gpt-oss) */
         wt[i] = bk_view3(nullptr, type, n_in, n_out[i], n_expert, (void *)ws[i]->data());
         yt[i] = host(n_out[i], n_slots, want[i].data());
-        outs[i] = { &wt[i], nullptr, &yt[i] };
+        bt[i] = host(n_out[i], n_expert, bias[i].data());
+        outs[i] = { &wt[i], biased ? &bt[i] : nullptr, &yt[i] };
     }
     brasa_error err = {};
     bk_tensor xt = host(n_in, n_x, x.data()), it = bk_view(nullptr, QUANT_I32, k, n_tok, ids.data());
@@ -366,7 +373,8 @@ double matmul_id_case(uint32_t type, int64_t n_tok, bool per_slot, const std::st
         return INFINITY;
     for (int i = 0; i < 2; i++)
         if (!ran(gk_matmul_id(&ex, variant, type, ws[i]->data(), rb, (size_t)rb * (size_t)n_out[i], n_out[i], n_in, x.data(), xs,
-                              per_slot, groups.data(), n_expert, n_tok, k, y[i].data(), n_out[i])))
+                              per_slot, groups.data(), n_expert, n_tok, k, y[i].data(), n_out[i])) ||
+            (biased && !ran(gk_moe_bias(&ex, y[i].data(), n_out[i], ids.data(), k, n_tok, k, bias[i].data(), n_out[i], n_out[i]))))
             return INFINITY;
     std::vector<float> got, ref;
     for (int i = 0; i < 2; i++) {
@@ -479,7 +487,7 @@ std::vector<check> all_checks() {
     c.push_back({ "rms_norm rows", [] { return rms_norm_case(576, 576, true); }, 1e-10 });
     c.push_back({ "rms_norm heads", [] { return rms_norm_case(512, 64, true); }, 1e-10 });
     c.push_back({ "rms_norm unweighted", [] { return rms_norm_case(100, 100, false); }, 1e-10 });
-    for (const char *op : { "add", "scale", "softcap", "silu", "gelu" })
+    for (const char *op : { "add", "scale", "softcap", "silu", "gelu", "swiglu_oai" })
         c.push_back({ op, [=] { return elementwise_case(op); }, 1e-11 });
     c.push_back({ "rope normal", [] { return rope_case(3, 64, 64, false, 11); }, 1e-10 });
     c.push_back({ "rope neox partial", [] { return rope_case(2, 128, 96, true, 30000); }, 1e-10 });
@@ -512,18 +520,29 @@ std::vector<check> all_checks() {
         for (bool per_slot : { false, true })
             c.push_back({ std::string("matmul_id batch of 15 exact ") + quant_name(t) + (per_slot ? " x per slot" : " x per token"),
                           [=] { return matmul_id_exact_case(t, per_slot); }, 0.0 });
+    for (uint32_t t : { QUANT_MXFP4, QUANT_Q8_0 })
+        for (int64_t n_tok : { 1, 17 })
+            c.push_back({ std::string("matmul_id ") + quant_name(t) + " with the experts' biases, tokens " + std::to_string(n_tok),
+                          [=] { return matmul_id_case(t, n_tok, false, "random", GK_VARIANT_DEFAULT, true); }, 1e-10 });
     c.push_back({ "moe_sum", [] { return moe_sum_case(3, 4, 100); }, 1e-12 });
     c.push_back({ "moe_sum one slot", [] { return moe_sum_case(2, 1, 37); }, 1e-12 });
     c.push_back({ "copy_rows f32 to f16 (halves that differ)", [] { return f16_rows_case(); }, 0.0 });
     const dvec<int32_t> prefill = { 0, 1, 2, 3, 4, 5, 6 }, decode = { 40 }, batch = { 3, 70, 71 };
     for (bool f16 : { false, true }) {
         const std::string kv = f16 ? " f16" : " f32";
-        c.push_back({ "attention prefill" + kv, [=] { return attention_case({ 4, 2, 64, 80, prefill, 0, 0.0f, f16 }); }, 1e-10 });
-        c.push_back({ "attention decode gqa" + kv, [=] { return attention_case({ 8, 2, 128, 80, decode, 0, 0.0f, f16 }); }, 1e-10 });
-        c.push_back({ "attention head 80" + kv, [=] { return attention_case({ 2, 1, 80, 100, batch, 0, 0.0f, f16 }); }, 1e-10 });
-        c.push_back({ "attention head 256 softcap" + kv, [=] { return attention_case({ 2, 2, 256, 100, batch, 0, 30.0f, f16 }); },
+        c.push_back({ "attention prefill" + kv, [=] { return attention_case({ 4, 2, 64, 80, prefill, 0, 0.0f, f16, false }); }, 1e-10 });
+        c.push_back({ "attention decode gqa" + kv, [=] { return attention_case({ 8, 2, 128, 80, decode, 0, 0.0f, f16, false }); }, 1e-10 });
+        c.push_back({ "attention head 80" + kv, [=] { return attention_case({ 2, 1, 80, 100, batch, 0, 0.0f, f16, false }); }, 1e-10 });
+        c.push_back({ "attention head 256 softcap" + kv, [=] { return attention_case({ 2, 2, 256, 100, batch, 0, 30.0f, f16, false }); },
                       1e-10 });
-        c.push_back({ "attention window ring" + kv, [=] { return attention_case({ 4, 4, 64, 16, batch, 16, 0.0f, f16 }); }, 1e-10 });
+        c.push_back({ "attention window ring" + kv, [=] { return attention_case({ 4, 4, 64, 16, batch, 16, 0.0f, f16, false }); }, 1e-10 });
+        c.push_back({ "attention sinks prefill" + kv, [=] { return attention_case({ 4, 2, 64, 80, prefill, 0, 0.0f, f16, true }); },
+                      1e-10 });
+        c.push_back({ "attention sinks window ring" + kv,
+                      [=] { return attention_case({ 8, 2, 64, 16, batch, 16, 0.0f, f16, true }); }, 1e-10 });
+        /* one token over a long cache: the CPU splits its keys between threads and merges */
+        c.push_back({ "attention sinks decode long" + kv,
+                      [=] { return attention_case({ 8, 2, 64, 1200, dvec<int32_t>{ 1100 }, 0, 0.0f, f16, true }); }, 1e-10 });
     }
     return c;
 }
@@ -574,8 +593,8 @@ int main() {
     const bool refused = gk_matmul(&ex, def, QUANT_Q2_K, &y, 84, 1, 256, &y, 256, 1, nullptr, &y, 1) == -1 &&
                          gk_matmul(&ex, def, QUANT_Q4_0, &y, 18, 1, 48, &y, 48, 1, nullptr, &y, 1) == -1 &&
                          gk_matmul(&ex, gk_variants(GK_DECODE), QUANT_Q4_0, &y, 18, 1, 32, &y, 32, 1, nullptr, &y, 1) == -1 &&
-                         gk_attention(&ex, &y, 1, &y, &y, 0, 1, 1, nullptr, 1, 3, 2, 64, 1, 0, 0, &y, 1) == -1 &&
-                         gk_attention(&ex, &y, 1, &y, &y, 0, 1, 1, nullptr, 1, 1, 1, 512, 1, 0, 0, &y, 1) == -1 && !gk_supports(QUANT_Q2_K);
+                         gk_attention(&ex, &y, 1, &y, &y, 0, 1, 1, nullptr, 1, 3, 2, 64, 1, 0, 0, nullptr, &y, 1) == -1 &&
+                         gk_attention(&ex, &y, 1, &y, &y, 0, 1, 1, nullptr, 1, 1, 1, 512, 1, 0, 0, nullptr, &y, 1) == -1 && !gk_supports(QUANT_Q2_K);
     std::printf("%s refuses unsupported types and shapes\n", refused ? "ok  " : "FAIL");
     refused ? passed++ : failed++;
     bk_cpu_free(cpu);

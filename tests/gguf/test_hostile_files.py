@@ -640,6 +640,8 @@ class ModelCase:
     edit: Optional[Callable]      # (metadata, tensors) -> None, on make_arch_models.make()'s dicts
     message: Optional[str]        # regex `brasa run`'s stderr must match; None: a control
     reference_refuses: bool = True
+    patch: Optional[Callable] = None  # (path) -> None: edits the written file's header in place,
+                                      # making a container the strict walker must reject
 
 
 def model_base_spec(mk, base):
@@ -649,6 +651,12 @@ def model_base_spec(mk, base):
                        n_expert_used=2, n_ff_exp=32)
     if base == "qwen3":
         return mk.Spec("hostile-qwen3", "qwen3", seed=32, n_layer=1, tied=True)
+    if base == "gpt-oss":  # two layers: a sliding one and a full one
+        spec = mk.SPEC_BY_NAME["gpt-oss-8x2"]
+        return mk.Spec("hostile-gpt-oss", "gpt-oss", seed=34, n_layer=2, tied=True, n_ff=spec.n_ff, n_head=spec.n_head,
+                       n_head_kv=spec.n_head_kv, head_dim=spec.head_dim, rope_base=spec.rope_base,
+                       context_length=spec.context_length, eps=spec.eps, n_expert=8, n_expert_used=2, n_ff_exp=32,
+                       expert_type=spec.expert_type, sliding_window=spec.sliding_window, rope_scaling=spec.rope_scaling)
     return mk.Spec("hostile-llama3", "llama", seed=33, n_layer=1, tied=True, rope_base=500000.0,
                    llama3_rope=(8.0, 1.0, 4.0, 8192))
 
@@ -706,9 +714,25 @@ def scaling(kind, factor):
                    set_kv("qwen3.rope.scaling.factor", factor, T_F32))
 
 
+def mk_qt(name):
+    from gguf import GGMLQuantizationType
+    return GGMLQuantizationType[name]
+
+
+def tensor_dim0(name, delta):
+    """Patch: the named tensor's first dimension changed by delta in the header (its data stays)."""
+    def patch(path):
+        t = next(t for t in walk_file(path).tensors if t.name == name.encode())
+        with open(path, "r+b") as f:
+            f.seek(t.dims_at)
+            f.write(u64(t.dims[0] + delta))
+    return patch
+
+
 def model_cases():
     up, gate, down = (f"blk.0.ffn_{w}_exps.weight" for w in ("up", "gate", "down"))
     router = "blk.0.ffn_gate_inp.weight"
+    sinks = "blk.0.attn_sinks.weight"
     return [
         ModelCase("control-model-qwen3moe", "moe", None, None),
         ModelCase("control-model-qwen3-yarn", "qwen3", yarn(4.0, 64), None),
@@ -744,6 +768,17 @@ def model_cases():
         ModelCase("rope-freqs-zero", "llama3", rope_freq_value(0.0), r"frequency divisors must be positive"),
         ModelCase("rope-freqs-negative", "llama3", rope_freq_value(-1.0), r"frequency divisors must be positive"),
         ModelCase("rope-freqs-nan", "llama3", rope_freq_value(math.nan), r"frequency divisors must be positive"),
+        ModelCase("control-model-gpt-oss", "gpt-oss", None, None),
+        ModelCase("gpt-oss-sinks-3-of-8", "gpt-oss", slice_tensor(sinks, slice(0, 3)), re.escape(f"tensor '{sinks}' has shape")),
+        ModelCase("gpt-oss-sinks-missing", "gpt-oss", drop_tensor(sinks), re.escape(sinks), reference_refuses=False),
+        ModelCase("gpt-oss-sliding-window-0", "gpt-oss", set_kv("gpt-oss.attention.sliding_window", 0, T_U32),
+                  r"sliding_window is 0", reference_refuses=False),
+        ModelCase("gpt-oss-expert-bias-f16", "gpt-oss",
+                  lambda meta, tensors: tensors.update({"blk.1.ffn_up_exps.bias": (tensors["blk.1.ffn_up_exps.bias"][0],
+                                                                                  mk_qt("F16"))}),
+                  r"ffn_up_exps\.bias' is f16; brasa needs f32", reference_refuses=False),
+        ModelCase("gpt-oss-mxfp4-row-not-whole-blocks", "gpt-oss", None,
+                  r"not a multiple of the mxfp4 block size 32", patch=tensor_dim0(up, -1)),
     ]
 
 
@@ -753,12 +788,17 @@ def write_model_case(mk, case, path, tokenizer_model):
     if case.edit:
         case.edit(meta, tensors)
     mk.write_gguf(path, spec.arch, meta, tensors, tokenizer_model)
+    if case.patch:
+        case.patch(path)
 
 
 def check_model_case_live(case, path, args):
-    """`brasa info` describes the file; `brasa run` refuses it with the case's message (or runs it)."""
+    """`brasa info` describes the file; `brasa run` refuses it with the case's message (or runs it).
+    An invalid container (a patched case) is refused by both, with the message."""
     rc, out, err = run_cli(args.brasa, ["info", str(path)], args.timeout)
-    reason = judge(0, rc, out, err, args.timeout)
+    reason = judge(1 if case.patch else 0, rc, out, err, args.timeout)
+    if not reason and case.patch and not re.search(case.message, err):
+        reason = f"the message does not match /{case.message}/"
     if reason:
         reason = f"info: {reason} ({describe_rc(rc)}, {last_line(err)})"
     else:
@@ -780,9 +820,12 @@ def check_model_case_dry(case, path, args):
     """The file is a valid container, and the NumPy reference refuses it too (or runs a control)."""
     try:
         walk_file(path)
-        reason = None
+        reason = "the walker accepts a container made to be invalid" if case.patch else None
     except BadGGUF as e:
-        reason = f"walker rejects it: {e}"
+        reason = None if case.patch else f"walker rejects it: {e}"
+    if case.patch:  # the container is invalid: nothing for the reference to read
+        print(f"FAIL {case.name}: {reason}" if reason else f"ok   {case.name}")
+        return reason is None
     verdict = None
     if not reason and (case.message is None or case.reference_refuses):
         import ref_forward  # tests/model, on sys.path since model_writer()

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Small random-weight GGUF models of architectures and rope scalings that no reachable real file
-has (qwen3, qwen3moe, Llama 3 rope_freqs, linear and YaRN scaling), for test_arch_reference.py.
+has (qwen3, qwen3moe, gpt-oss, Llama 3 rope_freqs, linear and YaRN scaling), for
+test_arch_reference.py.
 
 Each model is written with the `gguf` package's GGUFWriter under the GGUF tensor names, shapes and
 metadata keys that llama.cpp's convert_hf_to_gguf.py writes, with deterministic random weights
@@ -39,7 +40,7 @@ STAMP = "make_arch_models.stamp"
 @dataclass
 class Spec:
     name: str
-    arch: str                      # qwen3, qwen3moe, llama, gemma3
+    arch: str                      # qwen3, qwen3moe, llama, gemma3, gpt-oss
     seed: int
     n_layer: int = 2
     n_embd: int = 64
@@ -62,7 +63,7 @@ class Spec:
     router_zero_rows: tuple = ()   # experts whose router row is 0: their logits tie exactly at 0
     rope_scaling: dict = field(default_factory=dict)  # rope.scaling.* keys (type, factor, ...)
     llama3_rope: tuple | None = None  # (factor, low_freq_factor, high_freq_factor, original ctx)
-    sliding_window: int = 0        # gemma3 only
+    sliding_window: int = 0        # gemma3 and gpt-oss only
 
 
 # The models the test runs. head_dim 32 with n_embd 64 and 4 heads exercises key_length != n_embd /
@@ -95,8 +96,36 @@ SPECS = [
     # Gemma 3 with linear scaling (as the 4B-27B models have): global layer 5 only
     Spec("gemma3-linear8", "gemma3", seed=112, n_layer=6, n_ff=128, rope_base=1e6, tied=True,
          sliding_window=16, rope_scaling={"type": "linear", "factor": 8.0}),
+    # gpt-oss as the released files are (MXFP4 experts, Q8_0 elsewhere, base 150000, YaRN, eps
+    # 1e-5, n_head * head_dim > n_embd), small: 4 layers so that each kind (sliding, full) comes
+    # twice; a window of 5 over the test's 40-token prompt; YaRN's original context below it
+    Spec("gpt-oss-8x2", "gpt-oss", seed=114, n_layer=4, n_ff=64, n_head=8, n_head_kv=2, head_dim=16,
+         rope_base=150000.0, context_length=256, eps=1e-5, n_expert=8, n_expert_used=2, n_ff_exp=64,
+         expert_type=QT.MXFP4, sliding_window=5,
+         rope_scaling={"type": "yarn", "factor": 4.0, "original_context_length": 64}),
+    # the same with other types (F16 attention, embeddings and output, Q8_0 experts, an F16 router),
+    # wider, one KV head, 16 experts top-4 whose n_ff_exp is no power of two
+    Spec("gpt-oss-16x4-f16", "gpt-oss", seed=115, n_layer=4, n_embd=128, n_ff=96, n_head=4, n_head_kv=1,
+         head_dim=32, rope_base=150000.0, context_length=256, eps=1e-5, matrix_type=QT.F16,
+         embd_type=QT.F16, n_expert=16, n_expert_used=4, n_ff_exp=96, expert_type=QT.Q8_0,
+         router_type=QT.F16, sliding_window=8,
+         rope_scaling={"type": "yarn", "factor": 8.0, "original_context_length": 32}),
 ]
 SPEC_BY_NAME = {s.name: s for s in SPECS}
+
+# gpt-oss's extra weights. Biases small but nonzero (the released model has them everywhere); the
+# attention sinks, in the units of the scaled scores, large enough to take a visible share of a
+# softmax over the sliding layers' few keys; the router's bias shifts its logits by ~0.5. Expert
+# gate and up matrices are scaled up so that some pre-activations pass the clamp of 7 (checked:
+# over test_arch_reference's prompt and 32 greedy tokens, 0.9% of the gate values pass 7 and 1.7%
+# of the up values pass +-7 on gpt-oss-8x2, 1.1% and 2.1% on gpt-oss-16x4-f16; without the clamp
+# the logits move by 0.26 and 0.16 of their range; make_arch_models.py --check counts them again);
+# the down matrices are scaled down to keep the residual stream O(1) (rms ~1 after every layer).
+GPT_OSS_BIAS_SCALE = 0.1
+GPT_OSS_ROUTER_BIAS_SCALE = 0.5
+GPT_OSS_SINK_RANGE = (0.0, 2.0)
+GPT_OSS_GATE_UP_SCALE = 3.0
+GPT_OSS_DOWN_SCALE = 0.2
 
 
 # ----------------------------------------------------------------------------- tokenizer
@@ -179,7 +208,7 @@ def make(spec):
     if a == "llama":  # LlamaModel writes rope.dimension_count (head_dim); Qwen3's converter does not
         kv("{arch}.rope.dimension_count", D, VT.UINT32)
         kv("{arch}.vocab_size", N_VOCAB, VT.UINT32)
-    if a == "gemma3":
+    if a in ("gemma3", "gpt-oss"):
         kv("{arch}.attention.sliding_window", spec.sliding_window, VT.UINT32)
     if spec.n_expert:
         kv("{arch}.expert_count", spec.n_expert, VT.UINT32)
@@ -197,6 +226,7 @@ def make(spec):
     def norm_weight(n):  # near 1 (Gemma's GGUF norms include HF's +1, so the same holds there)
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
+    gpt_oss = a == "gpt-oss"
     t = {}
     embd_scale = 1.0 / math.sqrt(E) if a == "gemma3" else 1.0  # gemma multiplies by sqrt(n_embd)
     t["token_embd.weight"] = (normal(N_VOCAB, E, scale=embd_scale), spec.embd_type)
@@ -208,23 +238,37 @@ def make(spec):
         t[p + "attn_q.weight"] = (normal(H * D, E, scale=E ** -0.5), spec.matrix_type)
         t[p + "attn_k.weight"] = (normal(Hkv * D, E, scale=E ** -0.5), spec.matrix_type)
         t[p + "attn_v.weight"] = (normal(Hkv * D, E, scale=E ** -0.5), spec.matrix_type)
+        if gpt_oss:
+            for name, n in (("attn_q", H * D), ("attn_k", Hkv * D), ("attn_v", Hkv * D)):
+                t[p + name + ".bias"] = (normal(n, scale=GPT_OSS_BIAS_SCALE), QT.F32)
         if a in ref_forward.QK_NORM_ARCHS:
             t[p + "attn_q_norm.weight"] = (norm_weight(D), QT.F32)
             t[p + "attn_k_norm.weight"] = (norm_weight(D), QT.F32)
         t[p + "attn_output.weight"] = (normal(E, H * D, scale=(H * D) ** -0.5), spec.matrix_type)
+        if gpt_oss:
+            t[p + "attn_output.bias"] = (normal(E, scale=GPT_OSS_BIAS_SCALE), QT.F32)
+            t[p + "attn_sinks.weight"] = (rng.uniform(*GPT_OSS_SINK_RANGE, H).astype(np.float32), QT.F32)
         if a == "gemma3":
             t[p + "post_attention_norm.weight"] = (norm_weight(E), QT.F32)
-        t[p + "ffn_norm.weight"] = (norm_weight(E), QT.F32)
+        # gpt-oss's norm before the FFN is post_attention_norm; it has no ffn_norm
+        t[p + ("post_attention_norm.weight" if gpt_oss else "ffn_norm.weight")] = (norm_weight(E), QT.F32)
         if spec.n_expert:
             X, Fx = spec.n_expert, spec.n_ff_exp
             # router: GGUF ne [n_embd, n_expert]; logits of spread ~2 so routing is decisive
             router = normal(X, E, scale=2 * E ** -0.5)
             router[list(spec.router_zero_rows)] = 0.0
             t[p + "ffn_gate_inp.weight"] = (router, spec.router_type)
+            if gpt_oss:
+                t[p + "ffn_gate_inp.bias"] = (normal(X, scale=GPT_OSS_ROUTER_BIAS_SCALE), QT.F32)
             # experts: GGUF ne [n_embd, n_ff_exp, n_expert] (gate, up), [n_ff_exp, n_embd, n_expert] (down)
-            t[p + "ffn_gate_exps.weight"] = (normal(X, Fx, E, scale=E ** -0.5), spec.expert_type)
-            t[p + "ffn_up_exps.weight"] = (normal(X, Fx, E, scale=E ** -0.5), spec.expert_type)
-            t[p + "ffn_down_exps.weight"] = (normal(X, E, Fx, scale=Fx ** -0.5), spec.expert_type)
+            up_scale, down_scale = (GPT_OSS_GATE_UP_SCALE, GPT_OSS_DOWN_SCALE) if gpt_oss else (1.0, 1.0)
+            t[p + "ffn_gate_exps.weight"] = (normal(X, Fx, E, scale=up_scale * E ** -0.5), spec.expert_type)
+            t[p + "ffn_up_exps.weight"] = (normal(X, Fx, E, scale=up_scale * E ** -0.5), spec.expert_type)
+            t[p + "ffn_down_exps.weight"] = (normal(X, E, Fx, scale=down_scale * Fx ** -0.5), spec.expert_type)
+            if gpt_oss:  # GGUF ne [n_ff_exp, n_expert] (gate, up), [n_embd, n_expert] (down)
+                t[p + "ffn_gate_exps.bias"] = (normal(X, Fx, scale=GPT_OSS_BIAS_SCALE), QT.F32)
+                t[p + "ffn_up_exps.bias"] = (normal(X, Fx, scale=GPT_OSS_BIAS_SCALE), QT.F32)
+                t[p + "ffn_down_exps.bias"] = (normal(X, E, scale=GPT_OSS_BIAS_SCALE), QT.F32)
         else:
             t[p + "ffn_gate.weight"] = (normal(F, E, scale=E ** -0.5), spec.matrix_type)
             t[p + "ffn_up.weight"] = (normal(F, E, scale=E ** -0.5), spec.matrix_type)
@@ -442,6 +486,122 @@ def reference_self_checks(tokenizer_model, workdir, expect):
         d = float(np.abs(a - b).max())
         expect(f"reference: YaRN base {base_f:g} dim {dim} factor {factor:g} orig {octx} equals ggml's angles",
                d < 1e-9 and abs(msc - (0.1 * math.log(factor) + 1)) < 1e-15, f"max |angle diff| {d:.2e}, mscale {msc}")
+
+    # 7. gpt-oss: attention sinks, the sliding window, SOFTMAX_WEIGHT gating, the clamped SwiGLU
+    gpt_oss_checks(tokenizer_model, workdir, expect, ids, logits, rel)
+
+
+def gpt_oss_checks(tokenizer_model, workdir, expect, ids, logits, rel):
+    spec = SPEC_BY_NAME["gpt-oss-8x2"]
+    meta, tensors = make(spec)
+    path = write_gguf(workdir / "chk-gpt-oss.gguf", "gpt-oss", meta, tensors, tokenizer_model)
+    ref = logits(path)
+
+    def mutated(mutate, precision="f32"):
+        m = ref_forward.RefModel(path, precision=precision)
+        mutate(m)
+        return m.logits(ids).astype(np.float64)
+
+    # a. softmax_with_sinks against a per-(head, query) loop over OpenAI's definition: the sink
+    # appended to the allowed scores, a softmax, the sink's weight dropped. Some rows have a sink
+    # far above or below every score.
+    rng = np.random.default_rng(11)
+    Hkv, g, n, T = 2, 3, 7, 9
+    s = rng.standard_normal((Hkv, g, n, T)) * 3
+    s[0, 0, 1] += 40.0
+    sinks = rng.uniform(0, 2, (Hkv, g, 1, 1))
+    sinks[1, 2] = 45.0
+    sinks[0, 1] = -60.0
+    diff = np.arange(n)[:, None] + (T - n) - np.arange(T)[None, :]
+    allowed = (diff >= 0) & (diff < 5)
+    got = ref_forward.softmax_with_sinks(np.where(allowed, s, -np.inf), sinks)
+    want = np.zeros_like(got)
+    for kv in range(Hkv):
+        for gi in range(g):
+            for i in range(n):
+                js = [j for j in range(T) if allowed[i, j]]
+                row = np.array([s[kv, gi, i, j] for j in js] + [sinks[kv, gi, 0, 0]])
+                e = np.exp(row - row.max())
+                want[kv, gi, i, js] = (e / e.sum())[:-1]
+    d = float(np.abs(got - want).max())
+    expect("reference: attention sinks equal a softmax over the scores and the sink, its weight dropped",
+           d < 1e-14, f"max |diff| {d:.2e}")
+
+    # b. sinks far below every score are no sinks; the spec's sinks matter
+    t2 = dict(tensors)
+    for il in range(spec.n_layer):
+        t2[f"blk.{il}.attn_sinks.weight"] = (np.full(spec.n_head, -1e30, np.float32), QT.F32)
+    no_sinks = mutated(lambda m: setattr(m, "attn_sinks", False))
+    d = rel(logits(write_gguf(workdir / "chk-gpt-oss-nosink.gguf", "gpt-oss", meta, t2, tokenizer_model)), no_sinks)
+    expect("reference: gpt-oss with sinks of -1e30 equals attention without sinks", d == 0.0,
+           f"max|diff|/range {d:.2e}")
+    d = rel(ref, no_sinks)
+    expect("reference: gpt-oss's sinks change its logits", d > 1e-2, f"max|diff|/range {d:.2e}")
+
+    # c. a sliding window longer than the sequence is full attention; the spec's window matters
+    all_full = mutated(lambda m: setattr(m, "layer_local", [False] * m.n_layer))
+    m2 = dict(meta)
+    m2["gpt-oss.attention.sliding_window"] = (len(ids), VT.UINT32, None)
+    d = rel(logits(write_gguf(workdir / "chk-gpt-oss-wide.gguf", "gpt-oss", m2, tensors, tokenizer_model)), all_full)
+    expect(f"reference: gpt-oss with a sliding window of {len(ids)} (the sequence) equals full attention",
+           d == 0.0, f"max|diff|/range {d:.2e}")
+    d = rel(ref, all_full)
+    expect(f"reference: gpt-oss's window of {spec.sliding_window} changes its logits", d > 1e-2,
+           f"max|diff|/range {d:.2e}")
+
+    # d. SOFTMAX_WEIGHT (a softmax over the top k logits) is the renormalized full softmax
+    def renormalized(m):
+        m.expert_gating, m.expert_weights_norm = "softmax", True
+    d = rel(mutated(renormalized), ref)
+    expect("reference: gpt-oss's softmax over the top-k router logits equals the renormalized full softmax",
+           d < 1e-12, f"max|diff|/range {d:.2e}")
+
+    # e. the routed experts against a per-token loop over the definition (float64 products):
+    # router bias, top-k logits (ties to the lower index), softmax over them, expert biases, the
+    # clamped SwiGLU written out again
+    model = ref_forward.RefModel(path, precision="f64")
+    h = np.random.default_rng(5).standard_normal((16, model.n_embd)) * 1.5
+    got = model.moe_ffn(h, "blk.1.")
+    w = {part: model.w(f"blk.1.{part}").astype(np.float64) for part in
+         ("ffn_gate_inp.weight", "ffn_gate_inp.bias", "ffn_gate_exps.weight", "ffn_gate_exps.bias",
+          "ffn_up_exps.weight", "ffn_up_exps.bias", "ffn_down_exps.weight", "ffn_down_exps.bias")}
+    want = np.zeros_like(got)
+    clamped = 0
+    for t in range(h.shape[0]):
+        x = h[t]
+        lg = w["ffn_gate_inp.weight"] @ x + w["ffn_gate_inp.bias"]
+        top = sorted(range(model.n_expert), key=lambda e: (-lg[e], e))[:model.n_expert_used]
+        ew = np.exp(lg[top] - max(lg[top]))
+        ew /= ew.sum()
+        for we, e in zip(ew, top):
+            gate = w["ffn_gate_exps.weight"][e] @ x + w["ffn_gate_exps.bias"][e]
+            up = w["ffn_up_exps.weight"][e] @ x + w["ffn_up_exps.bias"][e]
+            clamped += int(np.sum(gate > 7.0) + np.sum(np.abs(up) > 7.0))
+            gate = np.array([min(v, 7.0) for v in gate])
+            up = np.array([min(max(v, -7.0), 7.0) for v in up])
+            act = gate / (1.0 + np.exp(-1.702 * gate)) * (up + 1.0)
+            want[t] += we * (w["ffn_down_exps.weight"][e] @ act + w["ffn_down_exps.bias"][e])
+    d = float(np.abs(got - want).max() / np.abs(want).max())
+    expect("reference: gpt-oss's routed experts equal a per-token loop over the definition",
+           d < 1e-12 and clamped > 0, f"max rel {d:.2e}; the clamp changed {clamped} values")
+
+    # f. the clamp: in the spec's forward pass over the prompt some gate and up values pass 7,
+    # and clamping them matters
+    m = ref_forward.RefModel(path)
+    m.logits(ids)
+    no_clamp = mutated(lambda m: setattr(m, "glu_limit", None))
+    d = rel(ref, no_clamp)
+    expect("reference: gpt-oss's SwiGLU clamp is exercised and changes its logits",
+           m.glu_clamped_gate > 0 and m.glu_clamped_up > 0 and d > 1e-2,
+           f"clamped {m.glu_clamped_gate} gate and {m.glu_clamped_up} up values of {m.glu_values} each; "
+           f"without the clamp max|diff|/range {d:.2e}")
+
+    # g. the KV cache with sliding layers: cached greedy ids equal one causal pass's argmax
+    m = ref_forward.RefModel(path)
+    out = m.greedy(ids, 12)
+    again = [int(i) for i in np.argmax(m.logits(ids + out)[len(ids) - 1:-1], axis=-1)]
+    expect("reference: gpt-oss's cached greedy ids equal one causal pass over prompt + continuation",
+           again == out, f"{sum(a == b for a, b in zip(again, out))}/{len(out)} equal")
 
 
 # ----------------------------------------------------------------------------- script

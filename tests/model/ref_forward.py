@@ -3,9 +3,10 @@
 
 Written from the Hugging Face model definitions (LlamaForCausalLM, Qwen2ForCausalLM,
 Gemma3ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, and the rope scaling of
-transformers' modeling_rope_utils) and the conventions of llama.cpp's GGUF converter; it shares no code with
-brasa. Weights come from the GGUF file and are dequantized with the `gguf` package's NumPy
-reference (gguf.quants.dequantize); hyper-parameters come only from the file's metadata, except
+transformers' modeling_rope_utils), OpenAI's gpt-oss reference (gpt_oss/torch/model.py) and the
+conventions of llama.cpp's GGUF converter and graphs; it shares no code with brasa. Weights come
+from the GGUF file and are dequantized with the `gguf` package's NumPy reference
+(gguf.quants.dequantize); hyper-parameters come only from the file's metadata, except
 for the architecture-level constants below that GGUF does not carry.
 
 Supported architectures (general.architecture):
@@ -26,6 +27,16 @@ Supported architectures (general.architecture):
           Qwen3MoeSparseMoeBlock): softmax over all experts of the router logits, the top
           expert_used_count experts (ties to the lower index), their weights renormalized to sum
           to 1 (unless {arch}.expert_weights_norm is false), each a SwiGLU FFN; no shared expert.
+  gpt-oss  (OpenAI gpt-oss-20b/120b; llama.cpp's llm_build_openai_moe_iswa) biases on Q, K, V and
+          the attention output, no Q/K norms, NEOX RoPE with the file's scaling on every layer;
+          attention scale 1/sqrt(key_length); even layers sliding-window (as gemma3's rule), odd
+          ones full; a learned per-head attention sink, a logit that joins each softmax's
+          denominator only; post_attention_norm is the RMSNorm before the FFN (no ffn_norm); the
+          FFN is routed experts: the top expert_used_count router logits (router bias included),
+          their weights the softmax over those k logits only (ggml's SOFTMAX_WEIGHT gating), each
+          expert with biases and OpenAI's clamped SwiGLU (see swiglu_oai); untied output. YaRN is
+          ggml's (below), whose ramp ends are rounded to whole pairs; OpenAI's reference leaves
+          them unrounded, which llama.cpp does not follow either.
 
 RoPE scaling (every architecture; on gemma3 the global layers only, as HF's Gemma 3 scales only
 its global rotary embedding), from {arch}.rope.scaling.type / .factor / .original_context_length /
@@ -72,11 +83,11 @@ HERE = Path(__file__).resolve().parent
 # ggml rope mode per architecture: "normal" rotates adjacent pairs (2i, 2i+1), "neox" rotates
 # (i, i + rope_dim/2). llama.cpp's convert_hf_to_gguf.py permutes llama's Q/K so "normal" applies.
 ROPE_MODE = {"llama": "normal", "qwen2": "neox", "gemma3": "neox", "qwen3": "neox",
-             "qwen3moe": "neox"}
+             "qwen3moe": "neox", "gpt-oss": "neox"}
 # Architectures with a per-head RMSNorm of Q and K (HF Gemma3Attention, Qwen3Attention q_norm/k_norm).
 QK_NORM_ARCHS = {"gemma3", "qwen3", "qwen3moe"}
 # Architectures whose every FFN is a routed mixture of experts.
-MOE_ARCHS = {"qwen3moe"}
+MOE_ARCHS = {"qwen3moe", "gpt-oss"}
 # HF's YaRN defaults (_compute_yarn_parameters: beta_fast or 32, beta_slow or 1).
 YARN_BETA_FAST, YARN_BETA_SLOW = 32.0, 1.0
 # Gemma 3: 5 sliding-window layers then 1 global layer, unless the file says otherwise
@@ -91,6 +102,12 @@ GEMMA3_ROPE_LOCAL_BASE = 10000.0
 # (and 20.7 with -1 on all norms, 3.3 with +1 on the Q/K norms only).
 NORM_WEIGHTS_INCLUDE_ONE = True
 DEFAULT_ROPE_BASE = 10000.0
+# gpt-oss: sliding-window and full-attention layers alternate, a sliding one first (HF config
+# layer_types; llama.cpp set_swa_pattern(2): layer il slides iff il % 2 == 0).
+GPT_OSS_SWA_PATTERN = 2
+# gpt-oss's clamped SwiGLU (OpenAI's swiglu(x, alpha=1.702, limit=7.0); llama.cpp hard-codes both
+# for ggml_swiglu_oai).
+GPT_OSS_SWIGLU_ALPHA, GPT_OSS_SWIGLU_LIMIT = 1.702, 7.0
 
 # ----------------------------------------------------------------------------- a minimal GGUF reader
 
@@ -204,6 +221,31 @@ def rmsnorm(x, w, eps):
 
 def silu(x):
     return x / (1.0 + np.exp(-x))
+
+
+def swiglu_oai(gate, up, alpha, limit):
+    """OpenAI's gpt-oss SwiGLU (gpt_oss/torch/model.py swiglu; ggml_swiglu_oai): the gate clamped
+    from above at limit, the linear part to [-limit, limit], then gate * sigmoid(alpha * gate) *
+    (up + 1). limit None: no clamp."""
+    if limit is not None:
+        gate = np.minimum(gate, limit)
+        up = np.clip(up, -limit, limit)
+    return gate / (1.0 + np.exp(-alpha * gate)) * (up + 1.0)
+
+
+def softmax_with_sinks(s, sinks=None):
+    """Softmax over the last axis of the attention scores s (heads..., n, T), masked entries -inf.
+    sinks: one logit per head, shaped to broadcast against s[..., :1] (gpt-oss's attn_sinks): it
+    joins each row's denominator only, as a key whose value is zero would (OpenAI's reference
+    appends it to the scores and drops its weight after the softmax; ggml_soft_max_ext's sinks)."""
+    m = s.max(axis=-1, keepdims=True)
+    if sinks is not None:
+        m = np.maximum(m, sinks)
+    e = np.exp(s - m)
+    den = e.sum(axis=-1, keepdims=True)
+    if sinks is not None:
+        den = den + np.exp(sinks - m)
+    return e / den
 
 
 def gelu_tanh(x):
@@ -363,6 +405,13 @@ class RefModel:
             self.embd_scale = math.sqrt(self.n_embd)
         else:
             self.embd_scale = 1.0
+        if arch == "gpt-oss":  # one base and the file's scaling on every layer, unlike gemma3
+            self.layer_local = [il % GPT_OSS_SWA_PATTERN == 0 for il in range(self.n_layer)]
+        # the RMSNorm before the FFN (gpt-oss names it post_attention_norm; gemma3's norm of that
+        # name is on the attention output)
+        self.ffn_norm_name = "post_attention_norm.weight" if arch == "gpt-oss" else "ffn_norm.weight"
+        # use attn_sinks.weight where the file has it (False only to show a test can tell)
+        self.attn_sinks = True
         if not self.sliding_window:
             self.layer_local = [False] * self.n_layer
         if self.n_head % self.n_head_kv:
@@ -380,6 +429,16 @@ class RefModel:
             # HF Qwen3Moe's norm_topk_prob (true in the released models); llama.cpp's qwen3moe graph
             # renormalizes too. A file may say otherwise with {arch}.expert_weights_norm.
             self.expert_weights_norm = bool(hp("expert_weights_norm", True))
+        # "softmax": softmax over all router logits, then the top k (qwen3moe); "softmax_weight":
+        # the top k logits, then a softmax over those k only (gpt-oss; llama.cpp
+        # LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT). The two choose the same experts; with
+        # renormalization they weigh them the same too, up to rounding.
+        self.expert_gating = "softmax_weight" if arch == "gpt-oss" else "softmax"
+        # the expert activation: SwiGLU, or gpt-oss's clamped one with its alpha and limit
+        self.glu_oai = arch == "gpt-oss"
+        self.glu_alpha, self.glu_limit = GPT_OSS_SWIGLU_ALPHA, GPT_OSS_SWIGLU_LIMIT
+        # how many expert gate / up values the clamp changed, out of how many (swiglu_oai only)
+        self.glu_clamped_gate = self.glu_clamped_up = self.glu_values = 0
         # smallest nonzero gap, in router logits, between the last chosen and the first unchosen
         # expert over every token and layer so far (a near tie there makes the routing fragile),
         # and how many times the two were exactly equal (the tie rule decided)
@@ -458,8 +517,10 @@ class RefModel:
 
     def matmul(self, x, name, W=None):
         """x (n, k) @ W^T for the weight `name` (out, k), plus its bias when the file has one.
-        W: a slice of the named tensor to use instead (one expert of a 3-D tensor)."""
-        W = self.w(name) if W is None else W
+        W: a slice of the named tensor to use instead (one expert of a 3-D tensor); then no bias is
+        added (an expert's bias is the same slice of the bias tensor: the caller adds it)."""
+        whole = W is None
+        W = self.w(name) if whole else W
         if self.precision == "f64":
             y = np.asarray(x, dtype=np.float64) @ W.astype(np.float64).T
         else:
@@ -468,37 +529,53 @@ class RefModel:
                 x32 = fake_quant_rows(x32, 256 if self.f.type_of(name) in _K_QUANTS else 32)
             y = (x32 @ W.T).astype(np.float64)
         bias = name[:-len("weight")] + "bias"
-        if self.f.has(bias):
+        if whole and self.f.has(bias):
             y = y + self.w(bias)
         return y
 
     def moe_ffn(self, h, p):
-        """The routed experts of layer prefix p on h (n, n_embd) float64 (HF Qwen3MoeSparseMoeBlock)."""
+        """The routed experts of layer prefix p on h (n, n_embd) float64 (HF Qwen3MoeSparseMoeBlock;
+        for gpt-oss OpenAI's MLPBlock: expert biases, SOFTMAX_WEIGHT gating, swiglu_oai)."""
         n = h.shape[0]
         k = self.n_expert_used
+        X, Fx, E = self.n_expert, self.n_ff_exp, self.n_embd
         gate_exps, up_exps = self.w(p + "ffn_gate_exps.weight"), self.w(p + "ffn_up_exps.weight")
         down_exps = self.w(p + "ffn_down_exps.weight")
-        want = {p + "ffn_gate_exps.weight": (self.n_expert, self.n_ff_exp, self.n_embd),
-                p + "ffn_up_exps.weight": (self.n_expert, self.n_ff_exp, self.n_embd),
-                p + "ffn_down_exps.weight": (self.n_expert, self.n_embd, self.n_ff_exp),
-                p + "ffn_gate_inp.weight": (self.n_expert, self.n_embd)}
+        want = {p + "ffn_gate_exps.weight": (X, Fx, E), p + "ffn_up_exps.weight": (X, Fx, E),
+                p + "ffn_down_exps.weight": (X, E, Fx), p + "ffn_gate_inp.weight": (X, E),
+                # biases (gpt-oss), where the file has them
+                p + "ffn_gate_inp.bias": (X,), p + "ffn_gate_exps.bias": (X, Fx),
+                p + "ffn_up_exps.bias": (X, Fx), p + "ffn_down_exps.bias": (X, E)}
         for name, shape in want.items():
-            if self.f.shape(name) != shape:
+            if (name.endswith(".weight") or self.f.has(name)) and self.f.shape(name) != shape:
                 raise ValueError(f"{name}: NumPy shape {self.f.shape(name)}, want {shape}")
-        logits = self.matmul(h, p + "ffn_gate_inp.weight")  # (n, n_expert): gate(hidden_states)
-        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probs /= probs.sum(axis=1, keepdims=True)  # softmax over all experts (float64)
-        # top-k by a STABLE sort of the negated probabilities: equal probabilities keep index
-        # order, so a tie goes to the lower expert index (brasa defines ties that way; torch.topk
-        # leaves them unspecified)
-        if self.expert_tie_break == "lower":
-            order = np.argsort(-probs, axis=1, kind="stable")
+        gate_b, up_b = self.opt(p + "ffn_gate_exps.bias"), self.opt(p + "ffn_up_exps.bias")
+        down_b = self.opt(p + "ffn_down_exps.bias")
+        logits = self.matmul(h, p + "ffn_gate_inp.weight")  # (n, n_expert): gate(hidden_states) (+ bias)
+        if self.expert_gating == "softmax":
+            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+            probs /= probs.sum(axis=1, keepdims=True)  # softmax over all experts (float64)
+            rank = probs
+        elif self.expert_gating == "softmax_weight":
+            rank = logits  # torch.topk(gate(t)) in OpenAI's MLPBlock
         else:
-            order = self.n_expert - 1 - np.argsort(-probs[:, ::-1], axis=1, kind="stable")
+            raise ValueError(f"expert gating {self.expert_gating!r}")
+        # top-k by a STABLE sort of the negated ranking values: equal values keep index order, so a
+        # tie goes to the lower expert index (brasa defines ties that way; torch.topk leaves them
+        # unspecified)
+        if self.expert_tie_break == "lower":
+            order = np.argsort(-rank, axis=1, kind="stable")
+        else:
+            order = self.n_expert - 1 - np.argsort(-rank[:, ::-1], axis=1, kind="stable")
         chosen = order[:, :k]  # (n, k)
-        weights = np.take_along_axis(probs, chosen, axis=1)
-        if self.expert_weights_norm:
-            weights = weights / weights.sum(axis=1, keepdims=True)  # norm_topk_prob
+        if self.expert_gating == "softmax":
+            weights = np.take_along_axis(probs, chosen, axis=1)
+            if self.expert_weights_norm:
+                weights = weights / weights.sum(axis=1, keepdims=True)  # norm_topk_prob
+        else:
+            top = np.take_along_axis(logits, chosen, axis=1)
+            weights = np.exp(top - top.max(axis=1, keepdims=True))
+            weights /= weights.sum(axis=1, keepdims=True)  # softmax over the k chosen logits
         if k < self.n_expert:
             sorted_logits = np.take_along_axis(logits, order, axis=1)
             gaps = sorted_logits[:, k - 1] - sorted_logits[:, k]
@@ -511,7 +588,21 @@ class RefModel:
             x = h[rows]
             gate = self.matmul(x, p + "ffn_gate_exps.weight", gate_exps[e])
             up = self.matmul(x, p + "ffn_up_exps.weight", up_exps[e])
-            y = self.matmul(silu(gate) * up, p + "ffn_down_exps.weight", down_exps[e])
+            if gate_b is not None:
+                gate = gate + gate_b[e]
+            if up_b is not None:
+                up = up + up_b[e]
+            if self.glu_oai:
+                if self.glu_limit is not None:
+                    self.glu_clamped_gate += int(np.sum(gate > self.glu_limit))
+                    self.glu_clamped_up += int(np.sum(np.abs(up) > self.glu_limit))
+                self.glu_values += gate.size
+                act = swiglu_oai(gate, up, self.glu_alpha, self.glu_limit)
+            else:
+                act = silu(gate) * up
+            y = self.matmul(act, p + "ffn_down_exps.weight", down_exps[e])
+            if down_b is not None:
+                y = y + down_b[e]
             out[rows] += weights[rows, slot][:, None] * y
         return out
 
@@ -546,14 +637,18 @@ class RefModel:
             if self.layer_local[il]:
                 allowed &= diff < self.sliding_window
             s = np.where(allowed, s, -np.inf)
-            s = np.exp(s - s.max(axis=-1, keepdims=True))
-            s /= s.sum(axis=-1, keepdims=True)
+            sinks = self.opt(p + "attn_sinks.weight") if self.attn_sinks else None
+            if sinks is not None:  # one logit per query head, (Hkv, g) as qh is laid out
+                if sinks.shape != (H,):
+                    raise ValueError(f"{p}attn_sinks.weight: NumPy shape {sinks.shape}, want {(H,)}")
+                sinks = sinks.astype(np.float64).reshape(Hkv, g, 1, 1)
+            s = softmax_with_sinks(s, sinks)
             o = np.einsum("kgnt,ktd->kgnd", s, V).reshape(H, n, dv).transpose(1, 0, 2)
             o = self.matmul(o.reshape(n, H * dv), p + "attn_output.weight")
             if gemma:
                 o = rmsnorm(o, self.norm(p + "post_attention_norm.weight"), self.eps)
             x = x + o
-            h = rmsnorm(x, self.norm(p + "ffn_norm.weight"), self.eps)
+            h = rmsnorm(x, self.norm(p + self.ffn_norm_name), self.eps)
             if self.moe:
                 f = self.moe_ffn(h, p)
             else:

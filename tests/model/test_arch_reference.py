@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""brasa's qwen3, qwen3moe and rope scaling (linear, Llama 3 rope_freqs, YaRN) against the NumPy
-reference (ref_forward.py), on small random-weight models that make_arch_models.py writes.
+"""brasa's qwen3, qwen3moe, gpt-oss and rope scaling (linear, Llama 3 rope_freqs, YaRN) against the
+NumPy reference (ref_forward.py), on small random-weight models that make_arch_models.py writes.
 
 First the reference's own checks (its new paths reduce to known ones: make_arch_models
 reference_self_checks). Then, for each model, a fixed prompt of PROMPT_LEN random token ids goes
@@ -17,7 +17,8 @@ Without --quick, each model's distinctive feature must also matter: the referenc
 off (FEATURE_OFF) must move the logits by more than FEATURE_MIN times the tolerance, so that a
 brasa ignoring it would fail. For MoE models the reference prints the smallest router gap it met
 (last chosen vs first unchosen expert, in router logits; a near tie would make the routing, and so
-the logits, fragile) and how often the two tied exactly (qwen3moe-8x2-ties: the lower index wins).
+the logits, fragile) and how often the two tied exactly (qwen3moe-8x2-ties: the lower index wins);
+for gpt-oss how many expert gate and up values its SwiGLU clamp changed.
 --quick skips the reference self-checks, the scalar path and FEATURE_OFF.
 
 Usage: test_arch_reference.py --logits-dump PATH --models-dir DIR [--tokenizer-model SMOLLM2.gguf]
@@ -82,6 +83,50 @@ def _ties_to_higher(m):
     m.expert_tie_break = "higher"
 
 
+def _no_sinks(m):
+    m.attn_sinks = False
+
+
+def _no_clamp(m):
+    m.glu_limit = None
+
+
+def _plain_swiglu(m):
+    m.glu_oai = False
+
+
+def _all_full(m):
+    m.layer_local = [False] * m.n_layer
+
+
+def _odd_layers_sliding(m):
+    m.layer_local = [il % 2 == 1 for il in range(m.n_layer)]
+
+
+def _local_layers_unscaled(m):
+    m.layer_rope = [(ref_forward.rope_base_frequencies(m.rope_base, m.rope_dim), 1.0) if loc else r
+                    for loc, r in zip(m.layer_local, m.layer_rope)]
+
+
+def _softmax_over_all_experts(m):
+    m.expert_gating, m.expert_weights_norm = "softmax", False
+
+
+def _no_biases(m):
+    for name in m.f.tensors:
+        if name.endswith(".bias"):
+            m._w[name] = np.zeros(m.f.shape(name), np.float32)
+
+
+GPT_OSS_FEATURES = [("without attention sinks", _no_sinks), ("without the SwiGLU clamp", _no_clamp),
+                    ("with a plain SwiGLU in the experts", _plain_swiglu),
+                    ("with full attention on every layer", _all_full),
+                    ("with the odd layers sliding instead", _odd_layers_sliding),
+                    ("unscaled", _unscaled), ("with the sliding layers unscaled", _local_layers_unscaled),
+                    ("with a softmax over all experts, not renormalized", _softmax_over_all_experts),
+                    ("without any bias", _no_biases)]
+
+
 # model -> what a brasa that got one thing wrong would compute (the reference, mutated)
 FEATURE_OFF = {
     "llama3-rope-freqs": [("without rope_freqs", _unscaled)],
@@ -96,6 +141,8 @@ FEATURE_OFF = {
     "qwen3moe-16x4-q4_0": [("without renormalized expert weights", _no_renormalization)],
     "qwen3moe-8x2-yarn": [("unscaled", _unscaled)],
     "gemma3-linear8": [("unscaled", _unscaled), ("local layers scaled too", _scale_local_layers_too)],
+    "gpt-oss-8x2": GPT_OSS_FEATURES,
+    "gpt-oss-16x4-f16": GPT_OSS_FEATURES,
 }
 FEATURE_MIN = 10
 
@@ -191,6 +238,12 @@ def check_model(args, path, ids):
     if model.moe:
         extra += (f"; {model.n_expert} experts, top-{model.n_expert_used}, smallest router gap "
                   f"{model.router_min_gap:.2e}, exact ties at the cut {model.router_exact_ties}")
+    if model.moe and model.glu_oai:
+        extra += (f"; the SwiGLU clamp changed {model.glu_clamped_gate} gate and {model.glu_clamped_up} up "
+                  f"values of {model.glu_values} each")
+    if any(model.layer_local):
+        sliding = [il for il, local in enumerate(model.layer_local) if local]
+        extra += f"; sliding window {model.sliding_window} on layers {sliding}"
     print(f"== {name} (arch {model.arch}, {model.n_layer} layers, embd {model.n_embd}, heads "
           f"{model.n_head}/{model.n_head_kv}, head_dim {model.head_dim_k}{extra})")
     print(f"   brasa {t_brasa:.1f} s, reference {time.perf_counter() - t1:.1f} s; reference's smallest "

@@ -162,7 +162,7 @@ static brasa_status cpu_get_rows(bk_device *dev, const bk_tensor *table, const i
  * activations are, and its share of the job's chunks of rows. */
 typedef struct matmul_item {
     bk_tensor w, x, y;
-    const bk_tensor *bias;
+    const float *bias;    /* w's rows' biases (ne1 floats), NULL for none */
     int64_t x_row0;       /* x is rows x_row0 .. of the job's input */
     const char *act;      /* this product's 8-bit activations, NULL when it uses the floats */
     size_t act_offset;    /* where they start in cpu_impl.act */
@@ -284,7 +284,7 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
         }
     }
     if (it->bias) {
-        const float *bias = it->bias->data;
+        const float *bias = it->bias;
         for (int64_t t = 0; t < x->ne1; t++)
             for (int64_t o = lo; o < hi; o++)
                 yd[(size_t)t * ys + (size_t)o] += bias[o];
@@ -441,7 +441,7 @@ static brasa_status cpu_matmul_group(bk_device *dev, const bk_tensor *x, const b
         return err_set(err, BRASA_ERR_INTERNAL, "matmul group of %d products", n);
     matmul_item items[BK_MATMUL_GROUP_MAX];
     for (int i = 0; i < n; i++)
-        items[i] = (matmul_item){ .w = *outs[i].w, .x = *x, .y = *outs[i].y, .bias = outs[i].bias };
+        items[i] = (matmul_item){ .w = *outs[i].w, .x = *x, .y = *outs[i].y, .bias = outs[i].bias ? outs[i].bias->data : NULL };
     return run_products(dev->impl, x, items, n, err);
 }
 
@@ -566,9 +566,12 @@ static brasa_status cpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_t
         return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: %d products, ids %lldx%lld, x of %lld rows", n, (long long)n_tok,
                        (long long)k, (long long)x->ne1);
     const int64_t n_expert = outs[0].w->ne2;
-    for (int i = 0; i < n; i++)
-        if (outs[i].w->ne2 != n_expert || outs[i].bias || outs[i].y->ne1 != n_slots || outs[i].w->ne0 != x->ne0)
+    for (int i = 0; i < n; i++) {
+        const bk_tensor *b = outs[i].bias;
+        if (outs[i].w->ne2 != n_expert || outs[i].y->ne1 != n_slots || outs[i].w->ne0 != x->ne0 ||
+            (b && (b->type != QUANT_F32 || b->ne0 != outs[i].w->ne1 || b->ne1 != n_expert)))
             return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: product %d's shapes disagree", i);
+    }
     /* scratch: the slot order by expert, each expert's first slot, the gathered inputs and outputs */
     const size_t order_at = 0, first_at = align64((size_t)n_slots * sizeof(int32_t));
     const size_t next_at = first_at + align64((size_t)(n_expert + 1) * sizeof(int32_t));
@@ -621,8 +624,10 @@ static brasa_status cpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_t
             continue;
         for (int i = 0; i < n; i++) {
             const bk_tensor yg = bk_view(dev, QUANT_F32, outs[i].y->ne0, n_slots, base + y_at[i]);
+            const bk_tensor *b = outs[i].bias; /* expert e's biases: row e */
             c->items[m++] = (matmul_item){ .w = bk_expert(outs[i].w, e), .x = bk_rows(&xg_all, r0, rows),
-                                           .y = bk_rows(&yg, r0, rows), .x_row0 = r0 };
+                                           .y = bk_rows(&yg, r0, rows), .x_row0 = r0,
+                                           .bias = b ? (const float *)((const char *)b->data + (size_t)e * b->row_bytes) : NULL };
         }
     }
     if ((st = run_products(c, &xg_all, c->items, (int)m, err)) != BRASA_OK)
@@ -906,7 +911,7 @@ typedef struct glu_job {
  * the C library's erf for the exact GELU (BERT's, outside any decoder's hot loop). */
 static void glu_run(const glu_job *j, const float *g, const float *u, float *y, int64_t n) {
     if (j->act != BK_ACT_GELU_ERF) {
-        j->k->glu(j->act == BK_ACT_SILU ? CPU_GLU_SILU : CPU_GLU_GELU_TANH, g, u, y, n);
+        j->k->glu(j->act == BK_ACT_SILU ? CPU_GLU_SILU : j->act == BK_ACT_GELU_TANH ? CPU_GLU_GELU_TANH : CPU_GLU_SWIGLU_OAI, g, u, y, n);
         return;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -947,8 +952,9 @@ static brasa_status cpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tens
 }
 
 static brasa_status cpu_act(bk_device *dev, const bk_tensor *x, bk_act act, bk_tensor *y, brasa_error *err) {
-    (void)err;
     cpu_impl *c = dev->impl;
+    if (act == BK_ACT_SWIGLU_OAI)
+        return err_set(err, BRASA_ERR_INTERNAL, "act: the clamped SwiGLU needs its up projection (glu)");
     glu_job job = { x, NULL, y, act, c->k };
     if (x->ne0 * x->ne1 >= GLU_PARALLEL_MIN)
         pool_run(c->pool, glu_part, &job);
@@ -1129,6 +1135,13 @@ static void attention_heads(const attn_job *j, int64_t t, int h0, int nh, int hk
     }
 }
 
+/* Head h's attention sink under the maximum m its sum was taken under: exp(s_h - m), its share of
+ * the denominator (0 without sinks). A sink far above every score gives infinity, and so an output
+ * of 0, which is the limit. */
+static float sink_weight(const bk_attention_params *p, int h, float m) {
+    return p->sinks ? expf(((const float *)p->sinks->data)[h] - m) : 0.0f;
+}
+
 /* Work items: (token, query head) for a single token, so that a few heads still spread over every
  * thread; (token, KV head) for batches, where there are items enough and each KV row is then read
  * once for its whole group of query heads; and for a single token with a long cache, (KV head, key
@@ -1176,7 +1189,7 @@ static void attention_part(void *ctx, int ith, int nth) {
             continue;
         for (int g = 0; g < per; g++) {
             float *o = (float *)((char *)j->out->data + (size_t)t * j->out->row_bytes) + (size_t)(h0 + g) * (size_t)hd;
-            const float inv = 1.0f / sum[g];
+            const float inv = 1.0f / (sum[g] + sink_weight(p, h0 + g, max[g]));
             for (int d = 0; d < hd; d++)
                 o[d] = acc[g * hd + d] * inv;
         }
@@ -1207,7 +1220,7 @@ static void attention_merge(const attn_job *j) {
                 total += res[per + g] * w;
                 j->c->k->axpy_f32(o, w, res + 2 * per + (size_t)g * (size_t)hd, hd);
             }
-            const float inv = 1.0f / total;
+            const float inv = 1.0f / (total + sink_weight(p, h0 + g, m));
             for (int d = 0; d < hd; d++)
                 o[d] *= inv;
         }
@@ -1228,6 +1241,8 @@ static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
         return err_set(err, BRASA_ERR_INTERNAL, "attention: key and value caches differ or are neither f32 nor f16");
     if (p->bidirectional && p->window != 0)
         return err_set(err, BRASA_ERR_INTERNAL, "attention: a bidirectional one has no window");
+    if (p->sinks && (p->sinks->type != QUANT_F32 || p->sinks->ne0 * p->sinks->ne1 != p->n_head))
+        return err_set(err, BRASA_ERR_INTERNAL, "attention: sinks must be %d f32 values", p->n_head);
     for (int64_t t = 0; t < q->ne1 && !p->bidirectional; t++)
         if (pos[t] < 0 || (pos[t] >= k->ne1 && !ring_ok))
             return err_set(err, BRASA_ERR_INTERNAL, "attention: position %d outside the %lld-row cache", pos[t],

@@ -54,8 +54,14 @@ void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]);
 void cpu_q8_256_products(act_q8_256 *a);
 /* The gated activations the paths vectorize. GELU is its tanh form, written as v * sigmoid(2u)
  * (the same function: (1 + tanh u) / 2 = 1 / (1 + exp(-2u))), so both need only exp. */
-typedef enum cpu_glu_kind { CPU_GLU_SILU, CPU_GLU_GELU_TANH } cpu_glu_kind;
-/* y[i] = act(g[i]) * u[i] (u NULL: act(g[i])), scalar. exp is brasa's own: a clamp to [-87, 88],
+typedef enum cpu_glu_kind { CPU_GLU_SILU, CPU_GLU_GELU_TANH, CPU_GLU_SWIGLU_OAI } cpu_glu_kind;
+/* The clamped SwiGLU's limit and its sigmoid's slope (OpenAI's constants). */
+#define SWIGLU_OAI_LIMIT 7.0f
+#define SWIGLU_OAI_ALPHA 1.702f
+/* y[i] = act(g[i]) * u[i] (u NULL: act(g[i])), scalar. gpt-oss's clamped SwiGLU is
+ * g' sigmoid(1.702 g') (u' + 1), g' = min(g, 7), u' = u clamped to [-7, 7] (OpenAI's reference
+ * implementation, gpt_oss/torch/model.py swiglu(x, alpha=1.702, limit=7.0); llama.cpp's
+ * ggml_swiglu_oai; a NaN clamps to the limit as the vectors' min and max do).  exp is brasa's own: a clamp to [-87, 88],
  * n = rint(x log2 e), x - n ln 2 in two steps, a degree-7 polynomial, times 2^n; within a few ulp
  * of the true exp, and made of single correctly rounded operations (multiply, add, divide: no
  * fused multiply-add, whose library versions differ) that every path's vectors repeat in the same

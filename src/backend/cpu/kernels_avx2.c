@@ -151,6 +151,18 @@ AVX2 static inline __m256 exp8(__m256 x) {
 
 AVX2 static void glu(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n) {
     int64_t i = 0;
+    if (kind == CPU_GLU_SWIGLU_OAI) { /* min and max: the twin's comparisons, a NaN to the limit */
+        const __m256 limit = _mm256_set1_ps(SWIGLU_OAI_LIMIT), low = _mm256_set1_ps(-SWIGLU_OAI_LIMIT);
+        for (; i + 8 <= n; i += 8) {
+            const __m256 v = _mm256_min_ps(_mm256_loadu_ps(g + i), limit);
+            __m256 a = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(_mm256_mul_ps(_mm256_set1_ps(-SWIGLU_OAI_ALPHA), v))));
+            if (u)
+                a = _mm256_mul_ps(a, _mm256_add_ps(_mm256_max_ps(_mm256_min_ps(_mm256_loadu_ps(u + i), limit), low), _mm256_set1_ps(1.0f)));
+            _mm256_storeu_ps(y + i, a);
+        }
+        cpu_glu_scalar(kind, g + i, u ? u + i : NULL, y + i, n - i);
+        return;
+    }
     for (; i + 8 <= n; i += 8) {
         const __m256 v = _mm256_loadu_ps(g + i);
         const __m256 neg = _mm256_xor_ps(v, _mm256_set1_ps(-0.0f)); /* -v, as the twin's */
@@ -1224,23 +1236,33 @@ typedef struct x8p_q5_1 {
     uint16_t d[8], m[8];
 } x8p_q5_1;
 
+/* MXFP4 the same way: its nibbles index quant_mxfp4_values, looked up + 12 (unsigned, 0..24) by one
+ * shuffle per half vector, the offset coming back out through the activations' d * sum (-12 per
+ * row, as Q4_0's -8); the rows' exponents stay bytes. */
+typedef struct x8p_mxfp4 {
+    uint8_t codes[4][32];
+    uint8_t e[8]; /* [row] E8M0 exponent */
+} x8p_mxfp4;
+
 static_assert(sizeof(x8p_q4_0) == 8 * sizeof(block_q4_0) && sizeof(x8p_q4_1) == 8 * sizeof(block_q4_1) &&
-                  sizeof(x8p_q5_0) == 8 * sizeof(block_q5_0) && sizeof(x8p_q5_1) == 8 * sizeof(block_q5_1),
+                  sizeof(x8p_q5_0) == 8 * sizeof(block_q5_0) && sizeof(x8p_q5_1) == 8 * sizeof(block_q5_1) &&
+                  sizeof(x8p_mxfp4) == 8 * sizeof(block_mxfp4),
               "the kept layouts are exactly the rows' bytes");
 
 /* A 32-value format's kept block: its size, where its scale is, whether it has a minimum and
- * fifth bits. */
+ * fifth bits, or is MXFP4 (a one-byte exponent for the scale, codes looked up). */
 typedef struct x8p_shape {
     size_t bytes, d_at, src_bytes, src_qs, src_qh; /* src: the file's block, src_qh 0 for none */
-    bool has_min, five;
+    bool has_min, five, mx;
 } x8p_shape;
 
 static x8p_shape x8p_shape_of(uint32_t type) {
     switch (type) {
-    case QUANT_Q4_1: return (x8p_shape){ sizeof(x8p_q4_1), 128, sizeof(block_q4_1), 4, 0, true, false };
-    case QUANT_Q5_0: return (x8p_shape){ sizeof(x8p_q5_0), 160, sizeof(block_q5_0), 6, 2, false, true };
-    case QUANT_Q5_1: return (x8p_shape){ sizeof(x8p_q5_1), 160, sizeof(block_q5_1), 8, 4, true, true };
-    default: return (x8p_shape){ sizeof(x8p_q4_0), 128, sizeof(block_q4_0), 2, 0, false, false };
+    case QUANT_Q4_1: return (x8p_shape){ sizeof(x8p_q4_1), 128, sizeof(block_q4_1), 4, 0, true, false, false };
+    case QUANT_Q5_0: return (x8p_shape){ sizeof(x8p_q5_0), 160, sizeof(block_q5_0), 6, 2, false, true, false };
+    case QUANT_Q5_1: return (x8p_shape){ sizeof(x8p_q5_1), 160, sizeof(block_q5_1), 8, 4, true, true, false };
+    case QUANT_MXFP4: return (x8p_shape){ sizeof(x8p_mxfp4), 128, sizeof(block_mxfp4), 1, 0, false, false, true };
+    default: return (x8p_shape){ sizeof(x8p_q4_0), 128, sizeof(block_q4_0), 2, 0, false, false, false };
     }
 }
 
@@ -1256,8 +1278,12 @@ static size_t x8p_bytes_q5_0(int64_t k) {
 static size_t x8p_bytes_q5_1(int64_t k) {
     return (size_t)(k / 32) * sizeof(x8p_q5_1);
 }
+static size_t x8p_bytes_mxfp4(int64_t k) {
+    return (size_t)(k / 32) * sizeof(x8p_mxfp4);
+}
 
-/* The file's blocks: d first, then m (Q4_1, Q5_1), then the fifth bits (Q5_*), then 16 code bytes. */
+/* The file's blocks: d first (MXFP4: its exponent byte), then m (Q4_1, Q5_1), then the fifth bits
+ * (Q5_*), then 16 code bytes. */
 static void x8p_repack_b(uint32_t type, const void *rows, size_t row_bytes, int64_t k, void *packed) {
     const x8p_shape sh = x8p_shape_of(type);
     for (int64_t b = 0; b < k / 32; b++) {
@@ -1266,7 +1292,10 @@ static void x8p_repack_b(uint32_t type, const void *rows, size_t row_bytes, int6
         uint32_t qh[8] = { 0 };
         for (int r = 0; r < 8; r++) {
             const uint8_t *blk = (const uint8_t *)rows + (size_t)r * row_bytes + (size_t)b * sh.src_bytes;
-            memcpy(&d[r], blk, 2);
+            if (sh.mx)
+                out[sh.d_at + r] = blk[0];
+            else
+                memcpy(&d[r], blk, 2);
             if (sh.has_min)
                 memcpy(&m[r], blk + 2, 2);
             for (int h = 0; h < 4; h++)
@@ -1297,7 +1326,18 @@ static void x8p_repack_q5_0(const void *rows, size_t row_bytes, int64_t k, void 
 static void x8p_repack_q5_1(const void *rows, size_t row_bytes, int64_t k, void *packed) {
     x8p_repack_b(QUANT_Q5_1, rows, row_bytes, k, packed);
 }
+static void x8p_repack_mxfp4(const void *rows, size_t row_bytes, int64_t k, void *packed) {
+    x8p_repack_b(QUANT_MXFP4, rows, row_bytes, k, packed);
+}
 
+
+/* Eight E8M0 exponents as quant_e8m0_half's floats: 2^(e - 128), a subnormal below e = 2. */
+AVX2 static inline __m256 e8m0_half8(const uint8_t *e8) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)e8));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
 
 #if !X86_VNNI
 /* A fifth-bit mask as bytes: 16 where bit 4r + i is set (byte i of lane r), 0 elsewhere. */
@@ -1315,6 +1355,7 @@ AVX2 static KERNEL_INLINE void x8p_pass_b(uint32_t type, int NT, const void *pac
                                           float *y, size_t ys) {
     const x8p_shape sh = x8p_shape_of(type);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i lut = sh.mx ? mxfp4_lut() : m4;
     __m256 acc[4];
     for (int t = 0; t < NT; t++)
         acc[t] = _mm256_setzero_ps();
@@ -1335,6 +1376,10 @@ AVX2 static KERNEL_INLINE void x8p_pass_b(uint32_t type, int NT, const void *pac
         for (int h = 0; h < 4; h++) {
             const __m256i p = _mm256_loadu_si256((const __m256i *)(blk + 32 * h));
             __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+            if (sh.mx) {
+                lo = _mm256_shuffle_epi8(lut, lo);
+                hi = _mm256_shuffle_epi8(lut, hi);
+            }
             if (sh.five) {
 #if X86_VNNI
                 const __m256i sixteen = _mm256_set1_epi8(16);
@@ -1353,23 +1398,23 @@ AVX2 static KERNEL_INLINE void x8p_pass_b(uint32_t type, int NT, const void *pac
                 isum[t] = _mm256_dpbusd_epi32(isum[t], lo, _mm256_set1_epi32(a));
                 isum[t] = _mm256_dpbusd_epi32(isum[t], hi, _mm256_set1_epi32(c));
 #else
-                /* per 16-bit lane, 8 products of 15 * 127 at most, or 8 of 31 * 127 between the
-                 * 5-bit formats' flushes every second h: no saturation */
+                /* per 16-bit lane, 8 products of 15 * 127 at most, or 8 of 31 * 127 (24 * 127 for
+                 * MXFP4) between the flushes every second h: no saturation */
                 a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(a)));
                 a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(c)));
 #endif
             }
 #if !X86_VNNI
-            if (h == 3 || (sh.five && h == 1))
+            if (h == 3 || ((sh.five || sh.mx) && h == 1))
                 for (int t = 0; t < NT; t++) {
                     isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16[t], ones));
                     a16[t] = _mm256_setzero_si256();
                 }
 #endif
         }
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + sh.d_at)));
+        const __m256 d = sh.mx ? e8m0_half8(blk + sh.d_at) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + sh.d_at)));
         const __m256 cst = sh.has_min ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + sh.d_at + 16)))
-                                      : _mm256_mul_ps(d, _mm256_set1_ps(sh.five ? -16.0f : -8.0f));
+                                      : _mm256_mul_ps(d, _mm256_set1_ps(sh.five ? -16.0f : sh.mx ? -12.0f : -8.0f));
         for (int t = 0; t < NT; t++) {
             acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][b].d)), i32_ps(isum[t]), acc[t]);
             acc[t] = _mm256_fmadd_ps(cst, _mm256_set1_ps(x[t][b].s), acc[t]);
@@ -1498,6 +1543,9 @@ AVX2 static void x8p_gemm_q5_1(const void *packed, int64_t k, const void *xq, si
 }
 AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
     x8p_gemm_32(QUANT_Q8_0, packed, k, xq, xs, n_tok, y, ys);
+}
+AVX2 static void x8p_gemm_mxfp4(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+    x8p_gemm_32(QUANT_MXFP4, packed, k, xq, xs, n_tok, y, ys);
 }
 
 /* How far ahead the K-quants' eight-row kernels ask for the weights, into the second-level cache,
@@ -2115,19 +2163,22 @@ static const cpu_kernels avx2 = {
         [QUANT_Q4_0] = x8p_bytes_q4_0, [QUANT_Q4_1] = x8p_bytes_q4_1, [QUANT_Q5_0] = x8p_bytes_q5_0, [QUANT_Q5_1] = x8p_bytes_q5_1,
         [QUANT_Q8_0] = x8p_bytes_q8_0,
         [QUANT_Q4_K] = x8k_bytes_q4_K, [QUANT_Q5_K] = x8k_bytes_q5_K, [QUANT_Q6_K] = x8k_bytes_q6_K,
+        [QUANT_MXFP4] = x8p_bytes_mxfp4,
     },
     .x8_repack = {
         [QUANT_Q4_0] = x8p_repack_q4_0, [QUANT_Q4_1] = x8p_repack_q4_1, [QUANT_Q5_0] = x8p_repack_q5_0, [QUANT_Q5_1] = x8p_repack_q5_1,
         [QUANT_Q8_0] = x8p_repack_q8_0,
         [QUANT_Q4_K] = x8k_repack_q4_K, [QUANT_Q5_K] = x8k_repack_q5_K, [QUANT_Q6_K] = x8k_repack_q6_K,
+        [QUANT_MXFP4] = x8p_repack_mxfp4,
     },
     .x8_gemm = {
         [QUANT_Q4_0] = x8p_gemm_q4_0, [QUANT_Q4_1] = x8p_gemm_q4_1, [QUANT_Q5_0] = x8p_gemm_q5_0, [QUANT_Q5_1] = x8p_gemm_q5_1,
         [QUANT_Q8_0] = x8p_gemm_q8_0,
         [QUANT_Q4_K] = x8k_gemm_q4_K, [QUANT_Q5_K] = x8k_gemm_q5_K, [QUANT_Q6_K] = x8k_gemm_q6_K,
+        [QUANT_MXFP4] = x8p_gemm_mxfp4,
     },
     .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q5_0] = true, [QUANT_Q5_1] = true, [QUANT_Q8_0] = true,
-                 [QUANT_Q4_K] = true, [QUANT_Q5_K] = true, [QUANT_Q6_K] = true },
+                 [QUANT_Q4_K] = true, [QUANT_Q5_K] = true, [QUANT_Q6_K] = true, [QUANT_MXFP4] = true },
     .dot_q8_x4 = {
         [QUANT_Q4_0] = q8_q4_0_x4, [QUANT_Q4_1] = q8_q4_1_x4, [QUANT_Q5_0] = q8_q5_0_x4, [QUANT_Q8_0] = q8x4_q8_0,
         [QUANT_Q5_1] = q8_q5_1_x4, [QUANT_Q4_K] = q8x4_q4_K, [QUANT_Q5_K] = q8x4_q5_K, [QUANT_Q6_K] = q8x4_q6_K,

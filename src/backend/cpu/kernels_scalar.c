@@ -60,6 +60,20 @@ static float exp_steps(float x) {
 }
 
 void cpu_glu_scalar(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n) {
+    if (kind == CPU_GLU_SWIGLU_OAI) {
+        for (int64_t i = 0; i < n; i++) {
+            const float v = g[i] < SWIGLU_OAI_LIMIT ? g[i] : SWIGLU_OAI_LIMIT;
+            const float a = v / (1.0f + exp_steps(-SWIGLU_OAI_ALPHA * v));
+            if (!u) {
+                y[i] = a;
+                continue;
+            }
+            float w = u[i] < SWIGLU_OAI_LIMIT ? u[i] : SWIGLU_OAI_LIMIT;
+            w = w > -SWIGLU_OAI_LIMIT ? w : -SWIGLU_OAI_LIMIT;
+            y[i] = a * (w + 1.0f);
+        }
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         const float v = g[i];
         /* the argument of exp: -v for SiLU, -2u = -v (2k + 2k 0.044715 v^2) for GELU, k = sqrt(2/pi) */

@@ -342,12 +342,12 @@ static brasa_status gpu_rope(bk_device *dev, bk_tensor *x, const int32_t *pos, c
 
 static brasa_status gpu_glu(bk_device *dev, const bk_tensor *gate, const bk_tensor *up, bk_act act, bk_tensor *y, brasa_error *err) {
     gpu_impl *g = impl_of(dev);
-    if (act != BK_ACT_SILU && act != BK_ACT_GELU_TANH) /* the kernel knows these two */
+    if (act != BK_ACT_SILU && act != BK_ACT_GELU_TANH && act != BK_ACT_SWIGLU_OAI) /* the kernel knows these three */
         return err_set(err, BRASA_ERR_UNSUPPORTED, "glu: the GPU kernels have no activation %d yet", (int)act);
     GPU_TRY(on_device(dev, gate, "glu", err));
     GPU_TRY(on_device(dev, up, "glu", err));
     return launched(gk_glu(&g->ex, gate->data, floats(gate), up->data, floats(up), y->data, floats(y), gate->ne1, gate->ne0,
-                           act == BK_ACT_SILU ? 0 : 1),
+                           act == BK_ACT_SILU ? 0 : act == BK_ACT_GELU_TANH ? 1 : 2),
                     "glu", err);
 }
 
@@ -383,11 +383,17 @@ static brasa_status gpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
     GPU_TRY(on_device(dev, q, "attention", err));
     GPU_TRY(on_device(dev, k, "attention", err));
     GPU_TRY(on_device(dev, v, "attention", err));
+    if (p->sinks) {
+        if (p->sinks->type != QUANT_F32 || p->sinks->ne0 * p->sinks->ne1 != p->n_head)
+            return err_set(err, BRASA_ERR_INTERNAL, "attention: sinks must be %d f32 values", p->n_head);
+        GPU_TRY(on_device(dev, p->sinks, "attention", err));
+    }
     const void *pd = NULL;
     GPU_TRY(stage(g, pos, (size_t)q->ne1 * sizeof *pos, &pd, err));
     const int64_t kv_stride = (int64_t)(k->row_bytes / (k->type == QUANT_F16 ? 2 : 4));
     return launched(gk_attention(&g->ex, q->data, floats(q), k->data, v->data, k->type == QUANT_F16, kv_stride, k->ne1, pd, q->ne1,
-                                 p->n_head, p->n_head_kv, p->head_dim, p->scale, p->softcap, p->window, out->data, floats(out)),
+                                 p->n_head, p->n_head_kv, p->head_dim, p->scale, p->softcap, p->window,
+                                 p->sinks ? (const float *)p->sinks->data : NULL, out->data, floats(out)),
                     "attention", err);
 }
 
@@ -428,10 +434,12 @@ static brasa_status gpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_t
     for (int i = 0; i < n; i++) {
         const bk_tensor *w = outs[i].w, *y = outs[i].y;
         GPU_TRY(on_device(dev, y, "matmul_id", err));
-        if (w->ne2 != n_expert || w->ne0 != x->ne0 || y->ne0 != w->ne1 || y->ne1 < n_slots || outs[i].bias)
+        const bk_tensor *b = outs[i].bias;
+        if (w->ne2 != n_expert || w->ne0 != x->ne0 || y->ne0 != w->ne1 || y->ne1 < n_slots ||
+            (b && (b->type != QUANT_F32 || b->ne0 != w->ne1 || b->ne1 != n_expert)))
             return err_set(err, BRASA_ERR_INTERNAL, "matmul_id: output %d: %lld experts of (%lld, %lld) for x of %lld and y (%lld, %lld)%s",
                            i, (long long)w->ne2, (long long)w->ne1, (long long)w->ne0, (long long)x->ne0, (long long)y->ne1,
-                           (long long)y->ne0, outs[i].bias ? " with a bias" : "");
+                           (long long)y->ne0, b ? " with a bias" : "");
     }
     if (n_expert < 1 || n_expert > GK_EXPERTS_MAX)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "%s: no GPU kernel for %lld experts (at most %d)", gr_vendor(), (long long)n_expert,
@@ -448,6 +456,13 @@ static brasa_status gpu_matmul_id(bk_device *dev, const bk_tensor *x, const bk_t
                                       w->ne0, x->data, floats(x), x->ne1 == n_slots, g->groups, (int)n_expert, n_tok, (int)k,
                                       outs[i].y->data, floats(outs[i].y)),
                          "matmul_id", err));
+        if (outs[i].bias) {
+            const void *bd = NULL;
+            GPU_TRY(device_rows(dev, outs[i].bias, &bd, err));
+            GPU_TRY(launched(gk_moe_bias(&g->ex, outs[i].y->data, floats(outs[i].y), ids->data, (int64_t)(ids->row_bytes / sizeof(int32_t)),
+                                         n_tok, (int)k, bd, (int64_t)(outs[i].bias->row_bytes / sizeof(float)), w->ne1),
+                             "matmul_id", err));
+        }
     }
     return BRASA_OK;
 }

@@ -678,7 +678,16 @@ __global__ void gk_rms_norm_kernel(const float *x, int64_t x_stride, int64_t n_g
         yr[i] = w ? xr[i] * scale * w[i] : xr[i] * scale;
 }
 
-enum gk_elementwise { GK_ADD, GK_SCALE, GK_SOFTCAP, GK_SILU_MUL, GK_GELU_MUL };
+enum gk_elementwise { GK_ADD, GK_SCALE, GK_SOFTCAP, GK_SILU_MUL, GK_GELU_MUL, GK_SWIGLU_OAI };
+
+/* gpt-oss's clamped SwiGLU (OpenAI's reference swiglu, alpha 1.702, limit 7; the CPU's
+ * cpu_glu_scalar): a NaN clamps to the limit there, so the comparisons are written the same way */
+static __device__ __forceinline__ float gk_swiglu_oai(float g, float u) {
+    const float v = g < 7.0f ? g : 7.0f;
+    float w = u < 7.0f ? u : 7.0f;
+    w = w > -7.0f ? w : -7.0f;
+    return v / (1.0f + expf(-1.702f * v)) * (w + 1.0f);
+}
 
 /* One thread per value of n_rows x ne0: y = op(a, b) (b unused by scale and softcap). */
 template <int OP>
@@ -698,6 +707,8 @@ __global__ void gk_elementwise_kernel(const float *a, int64_t a_stride, const fl
         r = c * tanhf(v / c);
     } else if (OP == GK_SILU_MUL) {
         r = v / (1.0f + expf(-v)) * b[t * b_stride + i];
+    } else if (OP == GK_SWIGLU_OAI) {
+        r = gk_swiglu_oai(v, b[t * b_stride + i]);
     } else {
         r = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))) * b[t * b_stride + i];
     }
@@ -750,6 +761,8 @@ extern "C" int gk_glu(const gk_exec *ex, const float *gate, int64_t gate_stride,
         return gk_elementwise<GK_SILU_MUL>(ex, gate, gate_stride, up, up_stride, y, y_stride, n_rows, ne0, 0.0f);
     if (act == 1)
         return gk_elementwise<GK_GELU_MUL>(ex, gate, gate_stride, up, up_stride, y, y_stride, n_rows, ne0, 0.0f);
+    if (act == 2)
+        return gk_elementwise<GK_SWIGLU_OAI>(ex, gate, gate_stride, up, up_stride, y, y_stride, n_rows, ne0, 0.0f);
     return -1;
 }
 
@@ -835,7 +848,7 @@ template <bool F16> static __device__ __forceinline__ float gk_kv(const void *ba
 template <bool F16>
 __global__ void gk_attention_kernel(const float *q, int64_t q_stride, const void *k, const void *v, int64_t kv_stride,
                                     int64_t kv_rows, const int32_t *pos, int64_t n_tok, int n_head, int n_head_kv, int head_dim,
-                                    float scale, float softcap, int window, float *out, int64_t out_stride) {
+                                    float scale, float softcap, int window, const float *sinks, float *out, int64_t out_stride) {
     const int lane = (int)(threadIdx.x % warpSize), width = warpSize;
     const int64_t item = (int64_t)blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
     if (item >= n_tok * n_head)
@@ -876,6 +889,8 @@ __global__ void gk_attention_kernel(const float *q, int64_t q_stride, const void
             }
         }
     }
+    if (sinks) /* the head's sink joins the denominator only (bk_attention_params) */
+        l += expf(sinks[h] - m);
     float *o = out + t * out_stride + (int64_t)h * head_dim;
     for (int i = 0; i < GK_DIMS_PER_LANE; i++) {
         const int d = lane + i * width;
@@ -886,7 +901,8 @@ __global__ void gk_attention_kernel(const float *q, int64_t q_stride, const void
 
 extern "C" int gk_attention(const gk_exec *ex, const float *q, int64_t q_stride, const void *k, const void *v, int kv_f16,
                             int64_t kv_stride, int64_t kv_rows, const int32_t *pos, int64_t n_tok, int n_head, int n_head_kv,
-                            int head_dim, float scale, float softcap, int window, float *out, int64_t out_stride) {
+                            int head_dim, float scale, float softcap, int window, const float *sinks, float *out,
+                            int64_t out_stride) {
     if (n_head_kv <= 0 || n_head % n_head_kv != 0 || head_dim <= 0 || head_dim > GK_HEAD_DIM_MAX || kv_rows <= 0 || n_tok < 0)
         return -1;
     const int64_t items = n_tok * n_head;
@@ -896,10 +912,10 @@ extern "C" int gk_attention(const gk_exec *ex, const float *q, int64_t q_stride,
     const gp_stream s = (gp_stream)ex->stream;
     if (kv_f16)
         GP_LAUNCH(gk_attention_kernel<true>, grid, block, 0, s, q, q_stride, k, v, kv_stride, kv_rows, pos, n_tok, n_head,
-                  n_head_kv, head_dim, scale, softcap, window, out, out_stride);
+                  n_head_kv, head_dim, scale, softcap, window, sinks, out, out_stride);
     else
         GP_LAUNCH(gk_attention_kernel<false>, grid, block, 0, s, q, q_stride, k, v, kv_stride, kv_rows, pos, n_tok, n_head,
-                  n_head_kv, head_dim, scale, softcap, window, out, out_stride);
+                  n_head_kv, head_dim, scale, softcap, window, sinks, out, out_stride);
     return 0;
 }
 
@@ -1064,6 +1080,28 @@ extern "C" int gk_moe_group(const gk_exec *ex, const int32_t *ids, int64_t ids_s
         return -1;
     GP_LAUNCH(gk_moe_group_kernel, dim3(1), dim3(GK_BLOCK_THREADS), 0, (gp_stream)ex->stream, ids, ids_stride, n_tok, k, n_expert,
               groups);
+    return 0;
+}
+
+/* One thread per value of a slot's output: the bias row of the slot's expert added. */
+__global__ void gk_moe_bias_kernel(float *y, int64_t y_stride, const int32_t *ids, int64_t ids_stride, int64_t n_tok, int k,
+                                   const float *bias, int64_t bias_stride, int64_t n_out) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n_tok * k * n_out)
+        return;
+    const int64_t s = e / n_out, o = e % n_out;
+    y[s * y_stride + o] += bias[(int64_t)ids[(s / k) * ids_stride + s % k] * bias_stride + o];
+}
+
+extern "C" int gk_moe_bias(const gk_exec *ex, float *y, int64_t y_stride, const int32_t *ids, int64_t ids_stride, int64_t n_tok,
+                           int k, const float *bias, int64_t bias_stride, int64_t n_out) {
+    if (n_tok < 0 || k <= 0 || n_out < 0)
+        return -1;
+    const int64_t n = n_tok * k * n_out;
+    if (n == 0)
+        return 0;
+    GP_LAUNCH(gk_moe_bias_kernel, dim3((unsigned)((n + GK_BLOCK_THREADS - 1) / GK_BLOCK_THREADS)), dim3(GK_BLOCK_THREADS), 0,
+              (gp_stream)ex->stream, y, y_stride, ids, ids_stride, n_tok, k, bias, bias_stride, n_out);
     return 0;
 }
 

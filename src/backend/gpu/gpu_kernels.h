@@ -71,7 +71,8 @@ int gk_add(const gk_exec *ex, const float *a, int64_t a_stride, const float *b, 
            int64_t n_rows, int64_t ne0);
 int gk_scale(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_rows, int64_t ne0, float s);
 int gk_softcap(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_rows, int64_t ne0, float cap);
-/* y = act(gate) * up; act 0: SiLU, 1: GELU (tanh approximation), as bk_act */
+/* y = act(gate) * up; act 0: SiLU, 1: GELU (tanh approximation), 2: gpt-oss's clamped SwiGLU (its
+ * own use of up), as bk_act */
 int gk_glu(const gk_exec *ex, const float *gate, int64_t gate_stride, const float *up, int64_t up_stride, float *y,
            int64_t y_stride, int64_t n_rows, int64_t ne0, int act);
 /* bk_rope_params with device pointers: the angle of pair i as that struct's comment gives it */
@@ -90,10 +91,11 @@ int gk_rope(const gk_exec *ex, float *x, int64_t x_stride, int64_t n_tok, const 
 int gk_f32_to_f16_rows(const gk_exec *ex, const float *src, int64_t src_stride, uint16_t *dst, int64_t dst_stride,
                        int64_t n_rows, int64_t ne0);
 /* causal attention as bk_device_ops.attention: k and v are kv_rows rows of n_head_kv * head_dim
- * values (f32, or f16 when kv_f16), position j at row j mod kv_rows; pos on the device */
+ * values (f32, or f16 when kv_f16), position j at row j mod kv_rows; pos, and sinks (NULL, or n_head
+ * logits), on the device */
 int gk_attention(const gk_exec *ex, const float *q, int64_t q_stride, const void *k, const void *v, int kv_f16,
                  int64_t kv_stride, int64_t kv_rows, const int32_t *pos, int64_t n_tok, int n_head, int n_head_kv,
-                 int head_dim, float scale, float softcap, int window, float *out, int64_t out_stride);
+                 int head_dim, float scale, float softcap, int window, const float *sinks, float *out, int64_t out_stride);
 
 /* ---- routed experts (bk_device_ops.moe_route, matmul_id, moe_sum) ---- */
 
@@ -119,6 +121,10 @@ int gk_moe_group(const gk_exec *ex, const int32_t *ids, int64_t ids_stride, int6
 int gk_matmul_id(const gk_exec *ex, int variant, uint32_t type, const void *w, size_t w_row_bytes, size_t w_expert_bytes,
                  int64_t n_out, int64_t n_in, const float *x, int64_t x_stride, int x_per_slot, const int32_t *groups, int n_expert,
                  int64_t n_tok, int k, float *y, int64_t y_stride);
+/* y[t * k + j] += bias[ids[t][j]] for every slot: the chosen experts' biases (bias: experts' rows
+ * of n_out) */
+int gk_moe_bias(const gk_exec *ex, float *y, int64_t y_stride, const int32_t *ids, int64_t ids_stride, int64_t n_tok, int k,
+                const float *bias, int64_t bias_stride, int64_t n_out);
 /* out[t] = sum over j in order of weights[t][j] * y[t * k + j]; y: (n_tok * k, ne0), out: (n_tok, ne0) */
 int gk_moe_sum(const gk_exec *ex, const float *y, int64_t y_stride, const float *weights, int64_t weights_stride, int64_t n_tok,
                int k, int64_t ne0, float *out, int64_t out_stride);
