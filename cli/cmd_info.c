@@ -147,6 +147,15 @@ static void print_human(const char *path, const brasa_model *m, bool tensors, bo
             print_token_text(m, t);
         }
         printf("\n");
+        /* what ends a reply: eos and eot for most, harmony's <|return|> and <|call|> for gpt-oss */
+        int n_eog = 0;
+        for (brasa_token t = 0; t < d.n_vocab; t++)
+            if (brasa_token_is_eog(m, t)) {
+                printf("%s ", n_eog++ ? "" : "  ends at       ");
+                print_token_text(m, t);
+            }
+        if (n_eog)
+            printf("\n");
     }
     const char *format = d.vocab_type != BRASA_VOCAB_NONE ? brasa_chat_format_detect(m) : NULL;
     if (d.chat_template)
@@ -235,8 +244,12 @@ static void print_json(const char *path, const brasa_model *m) {
         json_cstr(stdout, d.tokenizer_error);
     else
         printf("null");
-    printf(", \"bos\": %d, \"eos\": %d, \"eot\": %d}", brasa_token_special(m, BRASA_SPECIAL_BOS),
+    printf(", \"bos\": %d, \"eos\": %d, \"eot\": %d, \"end_of_generation\": [", brasa_token_special(m, BRASA_SPECIAL_BOS),
            brasa_token_special(m, BRASA_SPECIAL_EOS), brasa_token_special(m, BRASA_SPECIAL_EOT));
+    for (brasa_token t = 0, n_eog = 0; t < d.n_vocab && d.vocab_type != BRASA_VOCAB_NONE; t++)
+        if (brasa_token_is_eog(m, t))
+            printf("%s%d", n_eog++ ? ", " : "", t);
+    printf("]}");
     const char *format = d.vocab_type != BRASA_VOCAB_NONE ? brasa_chat_format_detect(m) : NULL;
     printf(", \"chat_format\": ");
     if (format)

@@ -13,6 +13,7 @@ harmony model writes anyway; a chat keeps the answers alone, turn after turn; on
 Usage: test_chat_harmony.py --brasa PATH_TO_brasa --model SMOLLM2_GGUF
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -84,6 +85,18 @@ def main():
         expect("chat piped: each turn's thinking on standard error", err.count(thinking) == 2, repr(err))
         rc, out, err = run(b, ["chat", "-m", call, "--temp", "0", "-n", "60"], b"Weather?\n")
         expect("chat: a call is its own line", rc == 0 and out == CALL_LINE, f"rc {rc}, out {out!r}, err {err!r}")
+
+        rc, out, err = run(b, ["info", answer])
+        ends = next((ln for ln in out.splitlines() if ln.lstrip().startswith("ends at")), "")
+        expect("info: generation ends at <|return|> and <|call|>, not <|end|>",
+               rc == 0 and "<|return|>" in ends and "<|call|>" in ends and "<|end|>" not in ends, repr(ends))
+        rc, out, err = run(b, ["info", answer, "--json"])
+        try:
+            info = json.loads(out)
+            eog = info["vocab"]["end_of_generation"]
+            expect("info --json: the end-of-generation ids", rc == 0 and len(eog) == 2, repr(eog))
+        except (ValueError, KeyError) as e:
+            expect("info --json parses", False, str(e))
 
         script = shutil.which("script")
         if script and sys.platform.startswith("linux"):
