@@ -589,6 +589,15 @@ typedef struct brasa_generation_params {
     /* Receives the text as it is made; return false to stop (the step then ends as ABORTED). */
     bool (*on_text)(const char *text, size_t len, void *user_data);
     void *user_data;
+    /* A cap on the reply's reasoning (Anthropic's thinking.budget_tokens): when the reply opens with
+     * think_open's tokens (an empty text: it begins inside the block, the prompt opened it) and
+     * think_budget tokens of reasoning follow without think_close's first token, the next steps
+     * give think_close's tokens themselves, as if sampled (recorded by the sampler, turned into
+     * text, counted), and the model goes on from there: its answer. Both texts are tokenized with
+     * control tokens recognized. think_budget 0: no cap. Not for a sampler under a constraint (the
+     * closing text may be outside it). */
+    int32_t think_budget;
+    const char *think_open, *think_close;
 } brasa_generation_params;
 
 typedef struct brasa_generation_step {
@@ -596,6 +605,7 @@ typedef struct brasa_generation_step {
     bool done;                      /* generation is over: token is not to be evaluated */
     brasa_stop_reason stop_reason;  /* when done */
     int32_t stop_index;             /* BRASA_STOP_STRING: which stop string; else -1 */
+    bool forced;                    /* the token closes reasoning over its budget: given, not sampled */
     bool has_logprob;               /* top_logprobs >= 0 and token is not an end-of-generation one */
     float logprob;                  /* the token's log-probability under the raw logits */
     int32_t n_top;

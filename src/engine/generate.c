@@ -12,6 +12,8 @@
 #include "platform/platform.h"
 
 #define MAX_STOP_STRINGS 16
+/* tokens of a reasoning block's opening or closing text (brasa_generation_params.think_*) */
+#define MAX_THINK_TOKENS 16
 
 struct brasa_generation {
     brasa_context *ctx;
@@ -23,6 +25,11 @@ struct brasa_generation {
     char *stop[MAX_STOP_STRINGS + 1];
     gen_stream stream;
     bool ended;
+    /* the reasoning budget (brasa_generation_params.think_*): where the reply stands in its block */
+    enum { THINK_OFF, THINK_OPENING, THINK_IN, THINK_CLOSING } think;
+    int32_t think_budget, n_thought, think_at; /* think_at: open tokens matched, or close tokens given */
+    brasa_token think_open[MAX_THINK_TOKENS], think_close[MAX_THINK_TOKENS];
+    size_t n_think_open, n_think_close;
 };
 
 brasa_generation_params brasa_generation_default_params(void) {
@@ -77,6 +84,25 @@ brasa_status brasa_generation_create(brasa_context *ctx, int32_t seq, brasa_samp
         memcpy(g->stop[k], p->stop[k], len + 1);
     }
     g->stream = (gen_stream){ (const char *const *)g->stop, p->on_text, p->user_data, { 0 }, false, false, -1 };
+    if (p->think_budget > 0) {
+        const char *open = p->think_open ? p->think_open : "", *close = p->think_close ? p->think_close : "";
+        brasa_status ts = brasa_tokenize(g->model, open, strlen(open), BRASA_TOKENIZE_PARSE_SPECIAL, g->think_open,
+                                         MAX_THINK_TOKENS, &g->n_think_open, err);
+        if (ts == BRASA_OK)
+            ts = brasa_tokenize(g->model, close, strlen(close), BRASA_TOKENIZE_PARSE_SPECIAL, g->think_close,
+                                MAX_THINK_TOKENS, &g->n_think_close, err);
+        if (ts == BRASA_OK && g->n_think_close == 0)
+            ts = err_set(err, BRASA_ERR_INVALID_ARGUMENT, "a reasoning budget needs the text that closes reasoning");
+        if (ts != BRASA_OK) {
+            brasa_generation_free(g);
+            return ts == BRASA_ERR_BUFFER_TOO_SMALL
+                       ? err_set(err, BRASA_ERR_INVALID_ARGUMENT, "reasoning's opening or closing text is over %d tokens",
+                                 MAX_THINK_TOKENS)
+                       : ts;
+        }
+        g->think_budget = p->think_budget;
+        g->think = g->n_think_open ? THINK_OPENING : THINK_IN;
+    }
     const brasa_status st = brasa_decoder_create(g->model, p->detokenize_flags, &g->decoder, err);
     if (st != BRASA_OK) {
         brasa_generation_free(g);
@@ -104,6 +130,32 @@ int32_t brasa_generation_count(const brasa_generation *g) {
     return g ? g->n_sampled : 0;
 }
 
+/* Where token t (sampled, or given while closing) leaves the reply's reasoning block. */
+static void think_track(brasa_generation *g, brasa_token t) {
+    switch (g->think) {
+    case THINK_OPENING:
+        if (t != g->think_open[g->think_at])
+            g->think = THINK_OFF; /* the reply does not reason */
+        else if ((size_t)++g->think_at == g->n_think_open)
+            g->think = THINK_IN;
+        break;
+    case THINK_IN:
+        if (t == g->think_close[0]) {
+            g->think = THINK_OFF; /* the model closes it itself */
+        } else if (++g->n_thought >= g->think_budget) {
+            g->think = THINK_CLOSING;
+            g->think_at = 0;
+        }
+        break;
+    case THINK_CLOSING:
+        if ((size_t)g->think_at == g->n_think_close)
+            g->think = THINK_OFF;
+        break;
+    case THINK_OFF:
+        break;
+    }
+}
+
 static brasa_status step_done(brasa_generation *g, brasa_generation_step *step, brasa_stop_reason why) {
     step->done = true;
     step->stop_reason = why;
@@ -127,9 +179,11 @@ brasa_status brasa_generation_next(brasa_generation *g, brasa_generation_step *s
     if (!logits)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "sequence %d has no logits: evaluate its prompt first", g->seq);
     const int32_t n_vocab = brasa_logits_size(g->ctx);
-    const brasa_token t = brasa_sampler_sample(g->sampler, logits, n_vocab);
+    step->forced = g->think == THINK_CLOSING;
+    const brasa_token t = step->forced ? g->think_close[g->think_at++] : brasa_sampler_sample(g->sampler, logits, n_vocab);
     if (t == BRASA_TOKEN_NONE)
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory while sampling");
+    think_track(g, t);
     step->token = t;
     const bool eog = brasa_token_is_eog(g->model, t);
     if (g->top_logprobs >= 0 && !eog) {

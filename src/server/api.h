@@ -62,6 +62,8 @@ typedef struct api_request {
     bool stream, include_usage;
     bool enable_thinking;         /* chat: false turns a template's thinking off (default true) */
     bool show_thinking;           /* the reply carries the reasoning (Ollama's think: false drops it) */
+    int32_t think_budget;         /* most tokens of reasoning before brasa closes it (Anthropic's
+                                   * thinking.budget_tokens); 0: no cap */
     const char *kwargs_json;      /* chat: template variables, a JSON object, or NULL */
     const char *tools_json;       /* chat: the tools in OpenAI's shape, a JSON array, or NULL */
     api_tool_choice tool_choice;

@@ -303,10 +303,12 @@ static bool anthropic_parse(const api_endpoint *ep, const char *body, size_t len
         r->enable_thinking = r->show_thinking = strcmp(t, "disabled") != 0;
         if (r->enable_thinking && !api_set_kwarg(own, r, "enable_thinking", cJSON_CreateTrue()))
             return api_fail(message, size, param, "thinking", "out of memory", NULL);
-        if (strcmp(t, "enabled") == 0 &&
-            !api_get_int(thinking, "budget_tokens", "thinking.budget_tokens", 1, INT32_MAX, &v, &present, message,
-                         size, param))
-            return false;
+        if (strcmp(t, "enabled") == 0) {
+            if (!api_get_int(thinking, "budget_tokens", "thinking.budget_tokens", 1, INT32_MAX, &v, &present, message,
+                             size, param))
+                return false;
+            r->think_budget = present ? (int32_t)v : 0;
+        }
         const cJSON *display = cJSON_GetObjectItemCaseSensitive(thinking, "display");
         if (display && !cJSON_IsNull(display)) {
             if (!cJSON_IsString(display) || (strcmp(display->valuestring, "summarized") != 0 &&

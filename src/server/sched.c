@@ -28,6 +28,8 @@ struct sched_job {
     brasa_constraint *constraint;
     int32_t logprobs;
     bool control_text;
+    int32_t think_budget;
+    char *think_open, *think_close;
     /* shared with the readers, under the scheduler's mutex */
     buf text;
     sched_logprobs lp;
@@ -71,12 +73,21 @@ struct sched {
     int32_t next_prefill;    /* round robin over prefilling slots */
 };
 
+static char *copy_text(const char *s) {
+    char *p = malloc(strlen(s) + 1);
+    if (p)
+        strcpy(p, s);
+    return p;
+}
+
 static void job_unref_locked(sched_job *j) {
     if (--j->refs > 0)
         return;
     free(j->prompt);
     for (int i = 0; i < MAX_STOP; i++)
         free(j->stop[i]);
+    free(j->think_open);
+    free(j->think_close);
     buf_free(&j->text);
     free(j->lp.data);
     brasa_constraint_free(j->constraint);
@@ -181,6 +192,9 @@ static void admit_locked(sched *s) {
         gp.top_logprobs = j->logprobs;
         gp.on_text = slot_text;
         gp.user_data = sl;
+        gp.think_budget = j->think_budget;
+        gp.think_open = j->think_open;
+        gp.think_close = j->think_close;
         if (brasa_sampler_create(&j->sampling, &sl->sampler, &err) != BRASA_OK ||
             (j->constraint && brasa_sampler_set_constraint(sl->sampler, j->constraint, &err) != BRASA_OK) ||
             brasa_generation_create(s->ctx, best, sl->sampler, &gp, &sl->gen, &err) != BRASA_OK) {
@@ -462,13 +476,15 @@ sched_job *sched_submit(sched *s, const sched_job_params *p) {
         memcpy(j->prompt, p->prompt, p->n_prompt * sizeof *j->prompt);
     j->n_prompt = p->n_prompt;
     j->max_tokens = p->max_tokens;
-    j->sampling = p->sampling;
-    for (int i = 0; ok && p->stop && p->stop[i] && i < MAX_STOP; i++) {
-        j->stop[i] = malloc(strlen(p->stop[i]) + 1);
-        ok = j->stop[i] != NULL;
-        if (ok)
-            strcpy(j->stop[i], p->stop[i]);
+    if (ok && p->think_budget > 0) {
+        j->think_budget = p->think_budget;
+        j->think_open = copy_text(p->think_open ? p->think_open : "");
+        j->think_close = copy_text(p->think_close ? p->think_close : "");
+        ok = j->think_open && j->think_close;
     }
+    j->sampling = p->sampling;
+    for (int i = 0; ok && p->stop && p->stop[i] && i < MAX_STOP; i++)
+        ok = (j->stop[i] = copy_text(p->stop[i])) != NULL;
     j->stop_index = -1;
     j->refs = 2; /* the caller's and the scheduler's */
     j->t_submit = plat_time_seconds();

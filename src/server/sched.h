@@ -48,6 +48,8 @@ typedef struct sched_job_params {
     int32_t logprobs;          /* -1: none; else record each token's log-probability and this many
                                 * most likely alternatives (at most 20) */
     bool control_text;         /* the text holds control tokens' text (a tool-call parser reads it) */
+    int32_t think_budget;      /* brasa_generation_params.think_*: 0, or a cap on the reasoning */
+    const char *think_open, *think_close; /* copied */
 } sched_job_params;
 
 /* A generated token's log-probability and the most likely alternatives at its step. */

@@ -443,7 +443,19 @@ static enum MHD_Result handle_generation(conn *c) {
     c->want_logprobs = rq->logprobs >= 0;
     const int32_t room = context_of(c) - (int32_t)n;
     sched_job_params jp = { tokens, n, rq->max_tokens > 0 && rq->max_tokens < room ? rq->max_tokens : room, rq->sampling,
-                            rq->stop, constraint, rq->logprobs, format != TOOLCALL_NONE };
+                            rq->stop, constraint, rq->logprobs, format != TOOLCALL_NONE, 0, NULL, NULL };
+    /* a reasoning budget closes the block in the reply's own format; under a constraint (a forced
+     * call, a schema) the output is the constraint's from its first token, so nothing reasons */
+    if (rq->think_budget > 0 && !constraint) {
+        if (format == TOOLCALL_HARMONY) {
+            jp.think_open = "<|channel|>analysis<|message|>";
+            jp.think_close = "<|end|><|start|>assistant<|channel|>final<|message|>";
+        } else if (start != BRASA_REASONING_NONE) {
+            jp.think_open = start == BRASA_REASONING_OPEN ? "" : "<think>";
+            jp.think_close = "\n</think>\n\n";
+        }
+        jp.think_budget = jp.think_close ? rq->think_budget : 0;
+    }
     c->job = plat_atomic_load(&s->draining) ? NULL : sched_submit(c->m->sched, &jp);
     if (plat_atomic_load(&s->draining))
         brasa_constraint_free(constraint); /* not submitted: still ours */

@@ -12,6 +12,9 @@ wrong type is a 400 in OpenAI's error shape; other keys reach the template as va
 message's reasoning (its <think> block, its reasoning_content) is not rendered back; a reply cut
 inside its reasoning has an empty answer; /v1/completions is raw text, tags included. A model
 without reasoning (SmolLM2, chatml) never has reasoning_content and takes the kwargs too.
+Anthropic's thinking.budget_tokens, on a model whose reasoning is four tokens: a budget of 2 ends
+it after two, brasa writing the closing "\n</think>\n\n" itself, and the model answers after it;
+a budget of 10, or none, leaves it whole; whole and streamed.
 
 Usage: test_server_reasoning.py --brasa PATH_TO_brasa(-asan) --model SMOLLM2_GGUF
 """
@@ -168,6 +171,47 @@ def check_reasoning_server(port):
            getattr(r.choices[0].message, "reasoning_content", None) is None, str(r))
 
 
+# the reply after a generation prompt: a reasoning block of four tokens, then the answer
+LONG_CHAIN = ["Ċ", "<think>", "plan", "a", "b", "c", "</think>", "ĊĊ", "Answer", "<|im_end|>"]
+
+
+def anthropic(port, budget, stream=False):
+    """(status, thinking text, answer text) of an Anthropic request, whole or streamed."""
+    body = {"model": "x", "max_tokens": 32, "messages": [{"role": "user", "content": "Hello"}], "stream": stream}
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    status, r = post(port, "/v1/messages", body)
+    if status != 200:
+        return status, None, str(r)
+    if not stream:
+        blocks = r.get("content", [])
+        return (status, "".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking"),
+                "".join(b.get("text", "") for b in blocks if b.get("type") == "text"))
+    thinking = text = ""
+    for ev in r.decode("utf-8").split("\n\n"):
+        data = next((ln[6:] for ln in ev.split("\n") if ln.startswith("data: ")), None)
+        delta = json.loads(data).get("delta", {}) if data else {}
+        thinking += delta.get("thinking", "")
+        text += delta.get("text", "")
+    return status, thinking, text
+
+
+def check_budget_server(port):
+    for stream in (False, True):
+        how = "streamed" if stream else "whole"
+        st, thinking, text = anthropic(port, None, stream)
+        expect(f"anthropic {how}, thinking off: no reasoning budget applies", st == 200 and text.endswith(ANSWER),
+               f"{st} {thinking!r} {text!r}")
+        st, thinking, text = anthropic(port, 10, stream)
+        expect(f"anthropic {how}, budget 10 over 4 tokens: the reasoning whole",
+               st == 200 and thinking.strip() == "planabc" and text == ANSWER, f"{st} {thinking!r} {text!r}")
+        st, thinking, text = anthropic(port, 2, stream)
+        expect(f"anthropic {how}, budget 2: the reasoning closed after two tokens, then the answer",
+               st == 200 and thinking.strip() == "plana" and text == ANSWER, f"{st} {thinking!r} {text!r}")
+    st, thinking, text = anthropic(port, 0, False)
+    expect("anthropic: budget_tokens 0 is a 400", st == 400, f"{st} {text}")
+
+
 def check_plain_server(port):
     status, r = post(port, "/v1/chat/completions", chat("Say hi.", max_tokens=6, temperature=0))
     expect("chatml: no reasoning_content", status == 200 and "reasoning_content" not in r["choices"][0]["message"],
@@ -211,6 +255,9 @@ def main():
         model = scripted_qwen3.make(a.model, os.path.join(work, "q3.gguf"), scripted_qwen3.HYBRID_TEMPLATE,
                                     scripted_qwen3.REASONING_CHAIN)
         run_server(a.brasa, model, check_reasoning_server)
+        model = scripted_qwen3.make(a.model, os.path.join(work, "q3-long.gguf"), scripted_qwen3.HYBRID_TEMPLATE,
+                                    LONG_CHAIN)
+        run_server(a.brasa, model, check_budget_server)
     run_server(a.brasa, a.model, check_plain_server)
     return CHECKS.finish()
 
