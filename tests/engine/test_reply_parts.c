@@ -12,18 +12,7 @@
 
 #include "core/buf.h"
 #include "engine/reply_parts.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                            \
-    do {                                                                                            \
-        if (!(cond)) {                                                                              \
-            failures++;                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                             \
-            printf(__VA_ARGS__);                                                                    \
-            printf("\n");                                                                           \
-        }                                                                                           \
-    } while (0)
+#include "engine_check.h"
 
 typedef struct parts {
     buf reasoning, answer, calls; /* calls: "NAME ARGUMENTS\n" each */
