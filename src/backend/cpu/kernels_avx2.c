@@ -56,28 +56,49 @@ AVX2 static inline __m512 ld_h16(const uint16_t *p) {
 }
 #endif
 
-/* A row's products summed into eight lanes: what dot_f32 reduces, for the n - n % 8 first values. */
-AVX2 static inline __m256 dot_lanes(const float *a, const float *b, int64_t n) {
+/* 8 halves as floats */
+AVX2 static inline __m256 ld_h8(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* Values i .. i + 7 of a row of floats, or of halves converted (half: constant after inlining). */
+AVX2 static KERNEL_INLINE __m256 ld_row8(const void *b, bool half, int64_t i) {
+    return half ? ld_h8((const uint16_t *)b + i) : _mm256_loadu_ps((const float *)b + i);
+}
+
+#if X86_VNNI
+AVX2 static KERNEL_INLINE __m512 ld_row16(const void *b, bool half, int64_t i) {
+    return half ? ld_h16((const uint16_t *)b + i) : _mm512_loadu_ps((const float *)b + i);
+}
+#endif
+
+/* A row's products summed into eight lanes, the row b of floats or of halves: what dot_f32
+ * reduces, for the n - n % 8 first values. */
+AVX2 static KERNEL_INLINE __m256 dot_lanes_of(bool half, const float *a, const void *b, int64_t n) {
     int64_t i = 0;
 #if X86_VNNI
     __m512 s01 = _mm512_setzero_ps(), s23 = _mm512_setzero_ps();
     for (; i + 32 <= n; i += 32) {
-        s01 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s01);
-        s23 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s23);
+        s01 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), ld_row16(b, half, i), s01);
+        s23 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), ld_row16(b, half, i + 16), s23);
     }
     __m256 s0 = _mm512_castps512_ps256(s01), s1 = hi256(s01), s2 = _mm512_castps512_ps256(s23), s3 = hi256(s23);
 #else
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), ld_row8(b, half, i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), ld_row8(b, half, i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), ld_row8(b, half, i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), ld_row8(b, half, i + 24), s3);
     }
 #endif
     for (; i + 8 <= n; i += 8)
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), ld_row8(b, half, i), s0);
     return _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+}
+
+AVX2 static inline __m256 dot_lanes(const float *a, const float *b, int64_t n) {
+    return dot_lanes_of(false, a, b, n);
 }
 
 AVX2 static float dot_f32(const float *a, const float *b, int64_t n) {
@@ -238,31 +259,9 @@ AVX2 static void axpy_rows_f32(float *y, const float *a, const float *x, size_t 
  * eight values becomes one conversion, so the cache is read at two bytes a value with no pass
  * through memory, and the products are the f32 kernels' in their order, bit for bit what those
  * give on the converted rows. */
-AVX2 static inline __m256 ld_h8(const uint16_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
 
 AVX2 static inline __m256 dot_lanes_h(const float *a, const uint16_t *b, int64_t n) {
-    int64_t i = 0;
-#if X86_VNNI
-    __m512 s01 = _mm512_setzero_ps(), s23 = _mm512_setzero_ps();
-    for (; i + 32 <= n; i += 32) {
-        s01 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), ld_h16(b + i), s01);
-        s23 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), ld_h16(b + i + 16), s23);
-    }
-    __m256 s0 = _mm512_castps512_ps256(s01), s1 = hi256(s01), s2 = _mm512_castps512_ps256(s23), s3 = hi256(s23);
-#else
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), ld_h8(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), ld_h8(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), ld_h8(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), ld_h8(b + i + 24), s3);
-    }
-#endif
-    for (; i + 8 <= n; i += 8)
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), ld_h8(b + i), s0);
-    return _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    return dot_lanes_of(true, a, b, n);
 }
 
 AVX2 static void dot_rows_f16(const float *q, const uint16_t *x, size_t xs, int n, int64_t n_el, float *out) {
