@@ -46,6 +46,18 @@ static inline void buf_free(buf *b) {
     b->len = b->cap = 0;
 }
 
+/* A copy of the NUL-terminated s in its own allocation (C11 has no strdup); NULL for a NULL s or
+ * when memory runs out. */
+static inline char *buf_str_copy(const char *s) {
+    if (!s)
+        return NULL;
+    const size_t n = strlen(s) + 1;
+    char *c = malloc(n);
+    if (c)
+        memcpy(c, s, n);
+    return c;
+}
+
 typedef struct ivec {
     int32_t *data;
     size_t len, cap;

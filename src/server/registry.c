@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/error.h"
 #include "engine/toolcall.h"
 #include "tools/fit.h"
@@ -49,16 +50,6 @@ static const char *template_of(const brasa_model_desc *d, const char *override, 
     return tools && d->chat_template_tool_use ? d->chat_template_tool_use : d->chat_template;
 }
 
-static char *copy_text(const char *s) {
-    if (!s)
-        return NULL;
-    const size_t n = strlen(s) + 1;
-    char *c = malloc(n);
-    if (c)
-        memcpy(c, s, n);
-    return c;
-}
-
 /* Reads what listings show and what loading will need, without keeping the model. */
 static brasa_status read_header(const reg_config *cfg, reg_model *m, brasa_error *err) {
     brasa_model_params mp = brasa_model_default_params();
@@ -81,7 +72,7 @@ static brasa_status read_header(const reg_config *cfg, reg_model *m, brasa_error
         brasa_model_desc d;
         brasa_model_describe(model, &d);
         m->tools = toolcall_detect(template_of(&d, cfg->chat_template, true)) != TOOLCALL_NONE;
-        m->chat_template = copy_text(template_of(&d, cfg->chat_template, false));
+        m->chat_template = buf_str_copy(template_of(&d, cfg->chat_template, false));
     }
     m->header.chat_template = m->chat_template;
     brasa_model_free(model);

@@ -9,13 +9,6 @@
 
 #include "core/error.h"
 
-static char *strdup_or_null(const char *s) {
-    char *p = malloc(strlen(s) + 1);
-    if (p)
-        strcpy(p, s);
-    return p;
-}
-
 static bool on_event(toolcall_event kind, const char *text, size_t len, const toolcall_call *call, void *user) {
     reply *r = user;
     if (kind != TOOLCALL_CALL) {
@@ -40,7 +33,7 @@ static bool on_event(toolcall_event kind, const char *text, size_t len, const to
         snprintf(id, sizeof id, "%.79s", call->id);
     else
         snprintf(id, sizeof id, "call_%s_%zu", r->id_stem, r->n_calls);
-    char *copies[3] = { strdup_or_null(id), strdup_or_null(call->name), strdup_or_null(call->arguments) };
+    char *copies[3] = { buf_str_copy(id), buf_str_copy(call->name), buf_str_copy(call->arguments) };
     if (!copies[0] || !copies[1] || !copies[2]) {
         for (int i = 0; i < 3; i++)
             free(copies[i]);

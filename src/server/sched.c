@@ -73,13 +73,6 @@ struct sched {
     int32_t next_prefill;    /* round robin over prefilling slots */
 };
 
-static char *copy_text(const char *s) {
-    char *p = malloc(strlen(s) + 1);
-    if (p)
-        strcpy(p, s);
-    return p;
-}
-
 static void job_unref_locked(sched_job *j) {
     if (--j->refs > 0)
         return;
@@ -478,13 +471,13 @@ sched_job *sched_submit(sched *s, const sched_job_params *p) {
     j->max_tokens = p->max_tokens;
     if (ok && p->think_budget > 0) {
         j->think_budget = p->think_budget;
-        j->think_open = copy_text(p->think_open ? p->think_open : "");
-        j->think_close = copy_text(p->think_close ? p->think_close : "");
+        j->think_open = buf_str_copy(p->think_open ? p->think_open : "");
+        j->think_close = buf_str_copy(p->think_close ? p->think_close : "");
         ok = j->think_open && j->think_close;
     }
     j->sampling = p->sampling;
     for (int i = 0; ok && p->stop && p->stop[i] && i < MAX_STOP; i++)
-        ok = (j->stop[i] = copy_text(p->stop[i])) != NULL;
+        ok = (j->stop[i] = buf_str_copy(p->stop[i])) != NULL;
     j->stop_index = -1;
     j->refs = 2; /* the caller's and the scheduler's */
     j->t_submit = plat_time_seconds();
