@@ -23,7 +23,7 @@ static bool x8_matches_scalar(const cpu_kernels *k, const cpu_kernels *scalar, u
     uint8_t *packed = malloc(k->x8_bytes[type](k8));
     float *y8 = malloc((size_t)ntok * 8 * sizeof *y8);
     k->x8_repack[type](rows8, rb, k8, packed);
-    k->x8_gemm[type](packed, k8, a8, xs, ntok, y8, 8);
+    k->x8_gemm[type](packed, k8, 1, a8, xs, ntok, y8, 8);
     bool ok = true;
     for (int64_t tok = 0; tok < ntok; tok++)
         for (int r = 0; r < 8; r++) {
@@ -308,7 +308,7 @@ int main(void) {
             if (!all[p]->x8_gemm[type])
                 continue;
             const quant_traits *t = quant_get(type);
-            for (int64_t nb = 1; nb <= 6; nb += 5) {
+            for (int64_t nb = 1; nb <= 11; nb += 5) { /* 11: the VNNI K-quant kernels' slices of 8 blocks, one partial */
                 const int64_t k8 = nb * 256, ntok = nb == 1 ? 5 : 9;
                 const bool kq = t->block_size == QK_K;
                 const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size,
@@ -651,7 +651,9 @@ int main(void) {
         }
     }
     /* a kept layout serves every product, one token or many: each token's result must not depend
-     * on how many tokens share the call (sequences decoded together get what each gets alone) */
+     * on how many tokens share the call (sequences decoded together get what each gets alone), nor
+     * on how many groups of eight rows do (a chunk's groups go together, several at once where a
+     * path takes them so, and a chunk may hold any number of them) */
     for (size_t p = 0; p < sizeof all / sizeof all[0]; p++) {
         if (!all[p] || !all_ok[p])
             continue;
@@ -660,13 +662,15 @@ int main(void) {
             if (!all[p]->x8_keep[type])
                 continue;
             const quant_traits *t = quant_get(type);
-            const int64_t k8 = 3 * 256;
+            const int64_t k8 = 11 * 256; /* more than one slice of the VNNI K-quant kernels */
             const bool kq = t->block_size == QK_K; /* K-quants take activations in blocks of 256 */
             const size_t rb = (size_t)(k8 / t->block_size) * (size_t)t->type_size;
             const size_t xs = kq ? (size_t)(k8 / QK_K) * sizeof(act_q8_256) : (size_t)(k8 / 32) * sizeof(act_q8_32);
-            uint8_t *rows8 = malloc(8 * rb), *packed = malloc(all[p]->x8_bytes[type](k8));
+            enum { GROUPS = 3 };
+            const size_t gb = all[p]->x8_bytes[type](k8);
+            uint8_t *rows8 = malloc(8 * GROUPS * rb), *packed = malloc(GROUPS * gb);
             char *a8 = malloc(9 * xs);
-            for (int r = 0; r < 8; r++)
+            for (int r = 0; r < 8 * GROUPS; r++)
                 fill_row(type, rows8 + r * rb, k8);
             for (int tok = 0; tok < 9; tok++) {
                 for (int64_t i = 0; i < k8; i++)
@@ -676,18 +680,23 @@ int main(void) {
                 else
                     cpu_quantize_q8_32(x, (act_q8_32 *)(a8 + tok * xs), k8);
             }
-            all[p]->x8_repack[type](rows8, rb, k8, packed);
-            float all9[9 * 8], part[9 * 8];
-            all[p]->x8_gemm[type](packed, k8, a8, xs, 9, all9, 8);
+            for (int g = 0; g < GROUPS; g++)
+                all[p]->x8_repack[type](rows8 + (size_t)g * 8 * rb, rb, k8, packed + (size_t)g * gb);
+            float all9[9 * 8 * GROUPS], part[9 * 8 * GROUPS];
+            all[p]->x8_gemm[type](packed, k8, GROUPS, a8, xs, 9, all9, 8 * GROUPS); /* y[t][24] */
             int differ = 0;
             for (int n_tok = 1; n_tok <= 9; n_tok++)
-                for (int first = 0; first + n_tok <= 9; first += n_tok) {
-                    all[p]->x8_gemm[type](packed, k8, a8 + first * xs, xs, n_tok, part, 8);
-                    differ += memcmp(part, all9 + first * 8, (size_t)n_tok * 8 * sizeof(float)) != 0;
-                }
+                for (int first = 0; first + n_tok <= 9; first += n_tok)
+                    for (int g0 = 0; g0 < GROUPS; g0++)
+                        for (int n8 = 1; g0 + n8 <= GROUPS; n8++) {
+                            all[p]->x8_gemm[type](packed + (size_t)g0 * gb, k8, n8, a8 + first * xs, xs, n_tok, part, 8 * (size_t)n8);
+                            for (int tok = 0; tok < n_tok; tok++)
+                                differ += memcmp(part + tok * 8 * n8, all9 + (first + tok) * 8 * GROUPS + 8 * g0,
+                                                 (size_t)n8 * 8 * sizeof(float)) != 0;
+                        }
             if (differ) {
                 failed++;
-                printf("FAIL %s kept %s: %d calls differ from one call of nine tokens\n", all[p]->name, t->name, differ);
+                printf("FAIL %s kept %s: %d calls differ from one call of nine tokens and three groups\n", all[p]->name, t->name, differ);
             } else {
                 passed++;
             }
@@ -760,8 +769,8 @@ int main(void) {
                     float ya[9 * 8], yv[9 * 8];
                     a2->x8_repack[type](rows8, rb, k8, pa);
                     v->x8_repack[type](rows8, rb, k8, pv);
-                    a2->x8_gemm[type](pa, k8, a8, xs, 9, ya, 8);
-                    v->x8_gemm[type](pv, k8, a8, xs, 9, yv, 8);
+                    a2->x8_gemm[type](pa, k8, 1, a8, xs, 9, ya, 8);
+                    v->x8_gemm[type](pv, k8, 1, a8, xs, 9, yv, 8);
                     differ += memcmp(ya, yv, sizeof ya) != 0;
                     free(pa);
                     free(pv);

@@ -126,12 +126,14 @@ typedef struct cpu_kernels {
     void (*dot_q8_x4[QUANT_TYPE_COUNT])(const void *row, const void *xq, size_t xs, int64_t n, float *y, size_t ys);
     /* Prefill by eight rows, where a path has a faster layout for it: x8_repack lays out rows
      * (eight, row_bytes apart, k values each) in x8_bytes(k) bytes of scratch, and x8_gemm multiplies
-     * them with n_tok tokens' activations: y[t * ys + r] for r < 8. The integer sums are exact; the
-     * float steps differ in order from dot_q8's (within 1e-5 of the sum of |w x|, tested). NULL
-     * where not provided. */
+     * n8 such groups, one after another, with n_tok tokens' activations: y[t * ys + 8g + r] for
+     * group g and r < 8 (a path may take several groups at once; each row's bits are the same
+     * whatever n8). The integer sums are exact; the float steps differ in order from dot_q8's
+     * (within 1e-5 of the sum of |w x|, tested). NULL where not provided. */
     size_t (*x8_bytes[QUANT_TYPE_COUNT])(int64_t k);
     void (*x8_repack[QUANT_TYPE_COUNT])(const void *rows, size_t row_bytes, int64_t k, void *packed);
-    void (*x8_gemm[QUANT_TYPE_COUNT])(const void *packed, int64_t k, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys);
+    void (*x8_gemm[QUANT_TYPE_COUNT])(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y,
+                                      size_t ys);
     /* Where true, the eight-row layout is no larger than the rows and x8_gemm gives each token the
      * same bits whatever n_tok is: the backend builds the layout once per weight tensor, keeps it
      * (in place of the file's pages) and uses it for every product, one token or a prompt, so a
