@@ -1789,8 +1789,8 @@ AVX2 static KERNEL_INLINE void x8k_prep_k45(bool five, const x8k_q4_K *pb, x8k_p
 }
 
 /* One pass of NT tokens over blocks [b0, b1) of G (1 or 2) groups of Q4_K, or of Q5_K (five: the
- * fifth bits added to the codes), gb bytes apart, their prep at prep[g * X8K_SLICE + b - b0]: the
- * sums acc[g * X8K_TOKENS + t] carried on (from zero at b0 = 0). Inlined with constant G, NT and format; a group's steps
+ * fifth bits added to the codes), gb bytes apart, their prep at prep[g * X8K_SLICE + b - b0] (or,
+ * NULL, made block by block): the sums acc[g * X8K_TOKENS + t] carried on (from zero at b0 = 0). Inlined with constant G, NT and format; a group's steps
  * are the same whatever G, NT and slice, so its rows get the same bits.
  * A lane's sum covers 16 codes of one sub-block; Q4_K's (codes 0..15) fits 16 bits, and so does
  * Q5_K's once 16 times the activations under it is taken off (codes -16..15: x->off16), so the
@@ -1812,14 +1812,20 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
         const x8k_q4_K *pb[2];
         const x8k_mask(*qh[2])[X8K_VECS][2];
         const x8k_prep *pp[2];
+        x8k_prep own[2];
         UNROLL(2)
         for (int g = 0; g < G; g++) {
             pb[g] = (const x8k_q4_K *)((const char *)p + (size_t)g * gb + (size_t)b * block_bytes);
             qh[g] = five ? ((const x8k_q5_K *)pb[g])->qh : NULL;
-            pp[g] = prep + g * X8K_SLICE + (b - b0);
             /* the block's scales ahead now, its codes as they are used */
             for (size_t off = sizeof pb[g]->codes; off < block_bytes; off += 64)
                 _mm_prefetch((const char *)pb[g] + X8K_AHEAD + off, _MM_HINT_T1);
+            if (prep) {
+                pp[g] = prep + g * X8K_SLICE + (b - b0);
+            } else {
+                x8k_prep_k45(five, pb[g], &own[g]);
+                pp[g] = &own[g];
+            }
         }
         __m512 blk[2][X8K_TOKENS];
         UNROLL(2)
@@ -1962,10 +1968,16 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_
     for (int64_t b = b0; b < b1; b++) {
         const x8k_q6_K *pb[2];
         const x8k_prep *pp[2];
+        x8k_prep own[2];
         UNROLL(2)
         for (int g = 0; g < G; g++) {
             pb[g] = (const x8k_q6_K *)((const char *)p + (size_t)g * gb) + b;
-            pp[g] = prep + g * X8K_SLICE + (b - b0);
+            if (prep) {
+                pp[g] = prep + g * X8K_SLICE + (b - b0);
+            } else {
+                x8k_prep_q6_K(pb[g], &own[g]);
+                pp[g] = &own[g];
+            }
         }
         __m512 blk[2][X8K_TOKENS];
         UNROLL(2)
@@ -2252,6 +2264,30 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *pack
     const int64_t nb = k / QK_K;
     const int most = X8K_NT_MAX(G);
     const size_t block_bytes = type == QUANT_Q6_K ? sizeof(x8k_q6_K) : type == QUANT_Q5_K ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
+    if (n_tok <= X8K_TOKENS) {
+        /* one pass (a token decoding, a few sequences together): nothing to share the scales or a
+         * slice with, and the weights come from memory, group by group as laid out, their scales
+         * made as they come (slices and two groups at once took Qwen2.5 1.5B's decode from 44 to
+         * 32 tokens/s) */
+        const act_q8_256 *x[X8K_TOKENS];
+        for (int t = 0; t < X8K_TOKENS; t++)
+            x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t < n_tok ? t : 0) * xs);
+        for (int g = 0; g < G; g++) {
+            const char *pg = (const char *)packed + (size_t)g * gb;
+            float acc[X8K_TOKENS][16];
+            switch (n_tok) {
+            case 1: x8k_pass(type, 1, 1, pg, gb, 0, nb, NULL, x, acc); break;
+            case 2: x8k_pass(type, 1, 2, pg, gb, 0, nb, NULL, x, acc); break;
+            case 3: x8k_pass(type, 1, 3, pg, gb, 0, nb, NULL, x, acc); break;
+            case 4: x8k_pass(type, 1, 4, pg, gb, 0, nb, NULL, x, acc); break;
+            case 5: x8k_pass(type, 1, 5, pg, gb, 0, nb, NULL, x, acc); break;
+            default: x8k_pass(type, 1, 6, pg, gb, 0, nb, NULL, x, acc); break;
+            }
+            for (int t = 0; t < n_tok; t++)
+                x8k_store_rows(y + (size_t)t * ys + 8 * g, _mm512_loadu_ps(acc[t]));
+        }
+        return;
+    }
     for (int64_t t0 = 0; t0 < n_tok; t0 += X8K_CALL_TOKENS) {
         const int64_t tn = n_tok - t0 < X8K_CALL_TOKENS ? n_tok - t0 : X8K_CALL_TOKENS;
         const int passes = (int)((tn + most - 1) / most);
