@@ -34,6 +34,8 @@ int cmd_rm(int argc, char **argv);
 int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...);
 /* Prints "brasa: message" to stderr; returns CLI_FAILED. */
 int cli_fail(const char *fmt, ...);
+/* A process of a pipeline other than process 0: serves the command's model (worker.c). */
+int cli_worker(int argc, char **argv);
 bool cli_is_help(const char *arg);
 /* Parses a whole decimal integer within [lo, hi]. */
 bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);

@@ -50,9 +50,7 @@ static void print_usage(FILE *out) {
           "Run 'brasa COMMAND --help' for a command's options.\n", out);
 }
 
-int main(int argc, char **argv) {
-    plat_args_utf8(&argc, &argv);
-    plat_console_init();
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         print_usage(stderr);
         return CLI_USAGE;
@@ -72,4 +70,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "brasa: unknown command '%s'\n\n", cmd);
     print_usage(stderr);
     return CLI_USAGE;
+}
+
+/* Started by an MPI launcher as one of several processes, process 0 runs the command and every
+ * other serves it a share of the model's layers (worker.c); alone, the command runs as it is. */
+int main(int argc, char **argv) {
+    plat_args_utf8(&argc, &argv);
+    plat_console_init();
+    brasa_error err;
+    int rank = 0;
+    if (brasa_group_start(&rank, NULL, &err) != BRASA_OK) {
+        fprintf(stderr, "brasa: %s\n", err.message);
+        return CLI_FAILED;
+    }
+    const int rc = rank > 0 ? cli_worker(argc - 1, argv + 1) : dispatch(argc, argv);
+    brasa_group_stop();
+    return rc;
 }

@@ -50,6 +50,7 @@ set(BRASA_LIB_SOURCES
   src/engine/layout.c
   src/engine/offload.c
   src/engine/context.c
+  src/engine/pipeline.c
   src/engine/embed.c
   src/engine/sampler.c
   src/engine/constraint.c
@@ -97,6 +98,7 @@ set(BRASA_CLI_SOURCES
   cli/cmd_cost.c
   cli/cmd_tune.c
   cli/cmd_library.c
+  cli/worker.c
 )
 
 # The server: built when libmicrohttpd and cJSON are found (see CMakeLists.txt).

@@ -261,11 +261,32 @@ typedef struct brasa_context_params {
     /* Called with a fraction in [0, 1] while weights are copied to a GPU device; NULL for none. */
     void (*progress)(float fraction, void *user_data);
     void *progress_user_data;
+    /* Started by an MPI launcher as one of several processes (mpirun -n N brasa ...), the model's
+     * layers are split among them, in order, as a pipeline: by each process's available memory,
+     * or by these shares, one per process ("3,1": process 0 takes three quarters of the bytes).
+     * NULL: by memory. Ignored in a single process. */
+    const char *pipeline_split;
 } brasa_context_params;
 
 #define BRASA_GPU_LAYERS_AUTO 0
 #define BRASA_GPU_LAYERS_NONE (-1)
 #define BRASA_GPU_LAYERS_ALL INT32_MAX
+
+/* ---- one model across several processes ----
+ * Started by an MPI launcher as one of several processes (mpirun -n N PROGRAM ...; over SSH between
+ * machines with --host), every process calls brasa_group_start first. Process 0 then works as
+ * usual: each context it creates runs its share of the model's layers (params.pipeline_split) and
+ * drives the others, which hand the residual stream on, layer range to layer range; its results
+ * are bit for bit those of one process. Every other process opens the same model file and calls
+ * brasa_group_serve, which returns when process 0 calls brasa_group_stop. Started alone, a
+ * process is rank 0 of a group of one and nothing changes. brasa opens no port for this: MPI
+ * launches and carries. */
+brasa_status brasa_group_start(int *rank, int *size, brasa_error *err);
+/* Serves process 0 with model (NULL when this process could not open it: why_not says why, and
+ * process 0 reports it); 0, or 1 after an error, which it prints and which ends the group. */
+int brasa_group_serve(const brasa_model *model, const char *why_not);
+/* Process 0: ends the others' brasa_group_serve; every process: leaves the group. */
+void brasa_group_stop(void);
 
 brasa_context_params brasa_context_default_params(void);
 brasa_status brasa_context_create(const brasa_model *model, const brasa_context_params *params,

@@ -17,6 +17,8 @@
 #include "engine/context.h"
 #include "engine/layout.h"
 #include "engine/offload.h"
+#include "engine/pipeline.h"
+#include "dist/dist.h"
 #include "model/model.h"
 #include "models/decoder.h"
 #include "platform/platform.h"
@@ -37,8 +39,14 @@ typedef struct ctx_place {
     bk_buffer *kv_buf, *act_buf;
 } ctx_place;
 
+/* A context's part in a pipeline of processes (pipeline.h). */
+enum { CTX_ALONE, CTX_LEAD, CTX_STAGE };
+
 struct brasa_context {
     const brasa_model *model;
+    int role;                     /* CTX_ALONE, CTX_LEAD (process 0 of a pipeline) or CTX_STAGE */
+    int32_t layer_first, layer_end; /* the layers this process runs: all, or its part of a pipeline */
+    pipe_seg *steps;              /* (n_batch) a step's runs, as the pipeline sends them */
     bk_device *cpu;               /* the CPU device, when it runs any layer */
     bk_device *gpu_dev;           /* the GPU device named by params.device, if any */
     const bk_gpu_module *gpu;     /* the module gpu_dev comes from */
@@ -138,6 +146,20 @@ static bool is_product_weight(const arch_weights *w, const bk_tensor *t) {
  * GPU's. */
 static const bk_tensor **cpu_tensor_list(const brasa_context *c, size_t *n) {
     const brasa_model *m = c->model;
+    if (c->role != CTX_ALONE) { /* a part of a pipeline (on the CPU): its layers, and process 0 the head */
+        const size_t cap = (size_t)(c->layer_end - c->layer_first) * (size_t)arch_layer_tensor_count + 1;
+        const bk_tensor **list = malloc(cap * sizeof(const bk_tensor *));
+        *n = 0;
+        for (int32_t il = c->layer_first; list && il < c->layer_end; il++)
+            for (int i = 0; i < arch_layer_tensor_count; i++) {
+                const bk_tensor *t = arch_layer_tensor(&m->weights.layers[il], i);
+                if (t->data && is_product_weight(&m->weights, t))
+                    list[(*n)++] = t;
+            }
+        if (list && c->role == CTX_LEAD && m->weights.output.data && is_product_weight(&m->weights, &m->weights.output))
+            list[(*n)++] = &m->weights.output;
+        return list;
+    }
     const int32_t first_gpu = m->hp.n_layer - c->gpu_layers;
     const size_t cap = c->gpu_layers == 0 ? offload_gpu_tensors(&m->hp, &m->weights, 0, NULL, 0)
                                           : (size_t)first_gpu * (size_t)arch_layer_tensor_count;
@@ -208,14 +230,14 @@ static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa
     const int32_t L = hp->n_layer;
     c->n_places = 0;
     if (c->gpu_layers < L)
-        c->places[c->n_places++].acts = (fwd_place){ .dev = c->cpu, .first_layer = 0 };
+        c->places[c->n_places++].acts = (fwd_place){ .dev = c->cpu, .first_layer = c->layer_first };
     if (c->gpu_layers > 0)
         c->places[c->n_places++].acts = (fwd_place){ .dev = c->gpu_dev, .first_layer = L - c->gpu_layers };
     brasa_status st = BRASA_OK;
     for (int i = 0; i < c->n_places && st == BRASA_OK; i++) {
         ctx_place *pl = &c->places[i];
         bk_device *dev = pl->acts.dev;
-        const int32_t end = i + 1 < c->n_places ? c->places[i + 1].acts.first_layer : L;
+        const int32_t end = i + 1 < c->n_places ? c->places[i + 1].acts.first_layer : c->layer_end;
         uint64_t kv_bytes = 0;
         for (int32_t il = pl->acts.first_layer; il < end; il++)
             kv_bytes += layout_layer_kv_bytes(hp, il, p);
@@ -234,7 +256,7 @@ static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa
         sq->k_cache = c->caches + s * 2 * L;
         sq->v_cache = sq->k_cache + L;
         sq->last_logits = c->logit_store + (size_t)s * (size_t)V;
-        for (int32_t l = 0; l < L; l++) {
+        for (int32_t l = c->layer_first; l < c->layer_end; l++) { /* other processes' layers have none here */
             const int i = c->n_places > 1 && l >= c->places[1].acts.first_layer ? 1 : 0;
             bk_device *dev = c->places[i].acts.dev;
             char *kv = dev->ops->buffer_base(c->places[i].kv_buf);
@@ -255,10 +277,9 @@ static brasa_status make_places(brasa_context *c, const layout_plan *plan, brasa
     return BRASA_OK;
 }
 
-brasa_status brasa_context_create(const brasa_model *m, const brasa_context_params *params, brasa_context **out,
-                                  brasa_error *err) {
-    if (!m || !out)
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_context_create: model and out are required");
+/* A context for role (CTX_*) running layers first .. end - 1 of m. */
+static brasa_status create(const brasa_model *m, const brasa_context_params *params, int role, int32_t first, int32_t end,
+                           brasa_context **out, brasa_error *err) {
     *out = NULL;
     if (!m->arch)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "cannot run this model: %s", m->run_error);
@@ -270,6 +291,9 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     const brasa_context_params p = plan.params;
     if (p.gpu_layers < 0 && p.gpu_layers != BRASA_GPU_LAYERS_NONE)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "gpu_layers %d is not a count, auto, all or none", p.gpu_layers);
+    if (role != CTX_ALONE && !is_cpu(p.device) && p.gpu_layers != BRASA_GPU_LAYERS_NONE)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "the processes of a pipeline run their layers on their CPUs for now: "
+                       "use the cpu device");
     /* the GPU kernels have no LayerNorm, exact GELU or attention over a whole input yet: refused
      * here rather than computed wrong */
     if ((hp->encoder || hp->bidirectional) && !is_cpu(p.device) && p.gpu_layers != BRASA_GPU_LAYERS_NONE)
@@ -280,6 +304,9 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     if (!c)
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     c->model = m;
+    c->role = role;
+    c->layer_first = first;
+    c->layer_end = end;
     c->n_ctx = p.n_ctx;
     c->n_batch = p.n_batch;
     c->n_threads = p.n_threads;
@@ -298,11 +325,12 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     c->caches = calloc((size_t)(S * 2 * L), sizeof *c->caches);
     c->pos = malloc((size_t)B * sizeof *c->pos);
     c->fseqs = malloc((size_t)B * sizeof *c->fseqs);
+    c->steps = malloc((size_t)B * sizeof *c->steps);
     c->logit_store = malloc(((size_t)S * (size_t)V + 1) * sizeof *c->logit_store); /* + 1: an encoder has none */
     c->token_types = calloc((size_t)B, sizeof *c->token_types);
     if (plan.embd_bytes)
         c->embd_rows = malloc((size_t)plan.embd_bytes);
-    if (!c->seqs || !c->caches || !c->pos || !c->fseqs || !c->logit_store || !c->token_types ||
+    if (!c->seqs || !c->caches || !c->pos || !c->fseqs || !c->steps || !c->logit_store || !c->token_types ||
         (plan.embd_bytes && !c->embd_rows))
         st = err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
 
@@ -334,6 +362,11 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
         else
             snprintf(c->backend_name, sizeof c->backend_name, "%s, the last %d of %d layers%s; cpu/%s runs the rest", gpu_name,
                      c->gpu_layers, (int)L, in_place ? " (weights read in place)" : "", cpu_name);
+        if (role != CTX_ALONE) {
+            const size_t at = strlen(c->backend_name);
+            snprintf(c->backend_name + at, sizeof c->backend_name - at, ", layers %d-%d of %d here, in a pipeline of %d processes",
+                     (int)first, (int)end - 1, (int)L, dist_size());
+        }
     }
     if (st == BRASA_OK)
         st = make_places(c, &plan, err);
@@ -360,9 +393,39 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     return BRASA_OK;
 }
 
+brasa_status brasa_context_create(const brasa_model *m, const brasa_context_params *params, brasa_context **out,
+                                  brasa_error *err) {
+    if (!m || !out)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_context_create: model and out are required");
+    *out = NULL;
+    /* an embedding model runs whole in process 0: its passes are short, and keep no cache */
+    if (!pipe_active() || !m->arch || m->hp.encoder || m->hp.bidirectional)
+        return create(m, params, CTX_ALONE, 0, m->hp.n_layer, out, err);
+    const brasa_context_params none = brasa_context_default_params();
+    const brasa_context_params *p = params ? params : &none;
+    pipe_plan plan;
+    brasa_status st = pipe_plan_layers(m, p->pipeline_split, &plan, err);
+    if (st == BRASA_OK)
+        st = create(m, p, CTX_LEAD, plan.first[0], plan.end[0], out, err);
+    if (st == BRASA_OK)
+        st = pipe_contexts_create(p, &plan, err);
+    if (st != BRASA_OK && *out) {
+        brasa_context_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+brasa_status ctx_create_stage(const brasa_model *m, const brasa_context_params *p, int32_t first, int32_t end,
+                              brasa_context **out, brasa_error *err) {
+    return create(m, p, CTX_STAGE, first, end, out, err);
+}
+
 void brasa_context_free(brasa_context *c) {
     if (!c)
         return;
+    if (c->role == CTX_LEAD)
+        pipe_contexts_free();
     for (int i = 0; i < c->n_places; i++) {
         c->places[i].acts.dev->ops->buffer_free(c->places[i].kv_buf);
         c->places[i].acts.dev->ops->buffer_free(c->places[i].act_buf);
@@ -374,6 +437,7 @@ void brasa_context_free(brasa_context *c) {
     free(c->caches);
     free(c->pos);
     free(c->fseqs);
+    free(c->steps);
     free(c->logit_store);
     free(c->token_types);
     free(c->embd_rows);
@@ -422,7 +486,23 @@ brasa_status brasa_seq_copy(brasa_context *c, int32_t src, int32_t dst, int32_t 
         brasa_seq_truncate(c, dst, n);
         return BRASA_OK;
     }
-    for (int32_t l = 0; n > 0 && l < c->model->hp.n_layer; l++) {
+    brasa_status st = ctx_stage_copy(c, src, dst, n, err);
+    if (st == BRASA_OK && c->role == CTX_LEAD)
+        st = pipe_seq_copy(src, dst, n, err);
+    if (st != BRASA_OK) {
+        c->seqs[dst].n_past = 0;
+        c->seqs[dst].have_logits = false;
+        return st;
+    }
+    c->seqs[dst].n_past = n;
+    c->seqs[dst].have_logits = false;
+    return BRASA_OK;
+}
+
+brasa_status ctx_stage_copy(brasa_context *c, int32_t src, int32_t dst, int32_t n, brasa_error *err) {
+    if (!seq_ok(c, src) || !seq_ok(c, dst) || n < 0 || n > c->n_ctx)
+        return err_set(err, BRASA_ERR_INTERNAL, "a copy of %d positions from sequence %d to %d", n, src, dst);
+    for (int32_t l = c->layer_first; n > 0 && src != dst && l < c->layer_end; l++) {
         /* a ring holds position p at row p mod rows: copy every row the prefix uses */
         const int64_t rows = c->seqs[src].k_cache[l].ne1, used = n < rows ? n : rows;
         bk_tensor k = bk_rows(&c->seqs[src].k_cache[l], 0, used), v = bk_rows(&c->seqs[src].v_cache[l], 0, used);
@@ -430,14 +510,9 @@ brasa_status brasa_seq_copy(brasa_context *c, int32_t src, int32_t dst, int32_t 
         brasa_status st = bk_copy(&k, &kd, err);
         if (st == BRASA_OK)
             st = bk_copy(&v, &vd, err);
-        if (st != BRASA_OK) {
-            c->seqs[dst].n_past = 0;
-            c->seqs[dst].have_logits = false;
+        if (st != BRASA_OK)
             return st;
-        }
     }
-    c->seqs[dst].n_past = n;
-    c->seqs[dst].have_logits = false;
     return BRASA_OK;
 }
 
@@ -450,6 +525,78 @@ void brasa_context_reset(brasa_context *c) {
         c->seqs[s].n_past = 0;
         c->seqs[s].have_logits = false;
     }
+}
+
+/* A pass over n tokens in n_segs runs (c->fseqs, c->pos filled), logits wanted from row first: its
+ * places' activation views (in places) and f, for this process's layers. */
+static void start_pass(brasa_context *c, int64_t n, int n_segs, int64_t first, fwd_place *places, fwd *f, brasa_error *err) {
+    const brasa_model *m = c->model;
+    for (int i = 0; i < c->n_places; i++) {
+        const fwd_place *a = &c->places[i].acts;
+        places[i] = (fwd_place){ .dev = a->dev, .first_layer = a->first_layer, .a = fwd_acts_rows(&a->a, &m->hp, n) };
+    }
+    const ctx_place *head = &c->places[c->n_places - 1]; /* the output head runs on the last place */
+    *f = (fwd){
+        .stage = { .layer_first = c->layer_first, .layer_end = c->layer_end }, .places = places, .n_places = c->n_places,
+        .hp = &m->hp, .w = &m->weights, .n = n, .pos = c->pos, .token_types = c->token_types, .seqs = c->fseqs,
+        .n_seqs = n_segs, .logits_first = first, .logits = bk_rows(&head->acts.a.logits, 0, n - first), .err = err,
+    };
+}
+
+/* A step of a pipeline, and a stage's hand-offs (NULL for process 0). */
+typedef struct stage_call {
+    const pipe_step *step;
+    const ctx_stage_io *io;
+} stage_call;
+
+/* Process 0, after its layers: the step on to process 1, and back from the last process the rows
+ * whose logits are wanted, for the head here. */
+static brasa_status lead_out(fwd *f, void *user, bool *head_here) {
+    const stage_call *k = user;
+    *head_here = true;
+    brasa_status st = pipe_step_send(k->step, f->a.x.data, f->a.x.row_bytes, f->err);
+    if (st == BRASA_OK)
+        st = pipe_rows_back(k->step, f->a.x.data, f->a.x.row_bytes, f->err);
+    return st;
+}
+
+static brasa_status stage_in(fwd *f, void *user) {
+    const stage_call *k = user;
+    return k->io->in(k->step, f->a.x.data, f->a.x.row_bytes, k->io->user, f->err);
+}
+
+static brasa_status stage_out(fwd *f, void *user, bool *head_here) {
+    const stage_call *k = user;
+    *head_here = false;
+    return k->io->out(k->step, f->a.x.data, f->a.x.row_bytes, k->io->user, f->err);
+}
+
+brasa_status ctx_stage_step(brasa_context *c, const pipe_step *s, const ctx_stage_io *io, brasa_error *err) {
+    if (c->role != CTX_STAGE || s->n < 1 || s->n > c->n_batch || s->n_segs < 1 || s->n_segs > s->n || s->first < 0 ||
+        s->first > s->n)
+        return err_set(err, BRASA_ERR_INTERNAL, "a step of %lld tokens in %d runs for a stage of batch %d", (long long)s->n,
+                       s->n_segs, c->n_batch);
+    int64_t n = 0;
+    for (int i = 0; i < s->n_segs; i++) {
+        const pipe_seg *g = &s->segs[i];
+        if (!seq_ok(c, g->seq) || g->len < 1 || g->len > s->n - n || g->pos0 < 0 || g->pos0 > c->n_ctx - g->len)
+            return err_set(err, BRASA_ERR_INTERNAL, "a step's run of %d tokens at %d for sequence %d", g->len, g->pos0, g->seq);
+        const ctx_seq *sq = &c->seqs[g->seq];
+        c->fseqs[i] = (fwd_seq){ n, g->len, sq->k_cache, sq->v_cache };
+        for (int32_t t = 0; t < g->len; t++)
+            c->pos[n + t] = g->pos0 + t;
+        n += g->len;
+    }
+    if (n != s->n)
+        return err_set(err, BRASA_ERR_INTERNAL, "a step of %lld tokens whose runs hold %lld", (long long)s->n, (long long)n);
+    fwd_place places[FWD_PLACES_MAX];
+    fwd f;
+    start_pass(c, n, s->n_segs, s->first, places, &f, err);
+    stage_call call = { s, io };
+    f.stage.in = stage_in;
+    f.stage.out = stage_out;
+    f.stage.user = &call;
+    return c->model->arch->forward(&f);
 }
 
 /* Runs the forward pass over a batch (at most n_batch tokens) made of n_segs runs of tokens, run i
@@ -474,16 +621,20 @@ static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq,
     /* one run: the logits of its last token (or all); several: of every token, each a run's last */
     const int64_t first = hidden ? n : all_logits || n_segs > 1 ? 0 : want_last ? n - 1 : n;
     fwd_place places[FWD_PLACES_MAX];
-    for (int i = 0; i < c->n_places; i++) {
-        const fwd_place *a = &c->places[i].acts;
-        places[i] = (fwd_place){ .dev = a->dev, .first_layer = a->first_layer, .a = fwd_acts_rows(&a->a, &m->hp, n) };
+    fwd f;
+    start_pass(c, n, n_segs, first, places, &f, err);
+    f.tokens = tokens;
+    f.embeddings = hidden != NULL;
+    /* process 0 of a pipeline: the step as the others see it */
+    for (int i = 0; i < n_segs && c->role == CTX_LEAD; i++)
+        c->steps[i] = (pipe_seg){ seq[i], (int32_t)len[i], c->pos[c->fseqs[i].row0] };
+    const pipe_step step = { n, hidden ? 0 : first, n_segs, c->steps }; /* hidden states: every row comes back */
+    stage_call call = { &step, NULL };
+    if (c->role == CTX_LEAD) {
+        f.stage.out = lead_out;
+        f.stage.user = &call;
     }
     const ctx_place *head = &c->places[c->n_places - 1]; /* the output head runs on the last place */
-    fwd f = {
-        .places = places, .n_places = c->n_places, .hp = &m->hp, .w = &m->weights, .n = n, .tokens = tokens,
-        .pos = c->pos, .token_types = c->token_types, .seqs = c->fseqs, .n_seqs = n_segs, .logits_first = first,
-        .logits = bk_rows(&head->acts.a.logits, 0, n - first), .embeddings = hidden != NULL, .err = err,
-    };
     brasa_status st = m->arch->forward(&f);
     if (st != BRASA_OK)
         return st;
@@ -546,8 +697,10 @@ brasa_status brasa_seq_decode(brasa_context *c, int32_t seq, const brasa_token *
         return st;
     const int32_t start = sq->n_past;
     const int32_t V = c->model->hp.n_vocab;
+    /* a pipeline takes a prompt in short steps, several in flight (pipeline.h) */
+    const size_t most = c->role == CTX_LEAD && c->n_batch > PIPE_MICRO_TOKENS ? PIPE_MICRO_TOKENS : (size_t)c->n_batch;
     for (size_t done = 0; done < n;) {
-        const int64_t chunk = (int64_t)(n - done < (size_t)c->n_batch ? n - done : (size_t)c->n_batch);
+        const int64_t chunk = (int64_t)(n - done < most ? n - done : most);
         const bool last = done + (size_t)chunk == n;
         st = eval_batch(c, 1, &seq, &chunk, tokens + done, all_logits ? all_logits + done * (size_t)V : NULL, last, NULL, err);
         if (st != BRASA_OK) {

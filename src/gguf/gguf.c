@@ -643,6 +643,10 @@ uint32_t gguf_version(const gguf_file *f) { return f->version; }
 uint64_t gguf_file_size(const gguf_file *f) { return f->map.size + f->total_size; }
 size_t gguf_part_count(const gguf_file *f) { return f->n_parts + 1; }
 const void *gguf_image(const gguf_file *f) { return f->map.data; }
+uint64_t gguf_data_offset(const gguf_file *f) {
+    return f->data_offset;
+}
+
 uint32_t gguf_alignment(const gguf_file *f) { return f->alignment; }
 size_t gguf_kv_count(const gguf_file *f) { return f->n_kv; }
 const gguf_kv *gguf_kv_at(const gguf_file *f, size_t i) { return i < f->n_kv ? &f->kvs[i] : NULL; }

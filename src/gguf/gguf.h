@@ -79,6 +79,8 @@ size_t gguf_part_count(const gguf_file *f);
  * when the model is one file. */
 const void *gguf_image(const gguf_file *f);
 uint32_t gguf_alignment(const gguf_file *f);
+/* Bytes of the (first) file before its tensor data: the header, the metadata and the tensor table. */
+uint64_t gguf_data_offset(const gguf_file *f);
 
 size_t gguf_kv_count(const gguf_file *f);
 const gguf_kv *gguf_kv_at(const gguf_file *f, size_t i);

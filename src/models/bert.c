@@ -56,7 +56,7 @@ static brasa_status bert_forward(fwd *f) {
                        ops->name);
     FWD_TRY(fwd_begin(f));
     FWD_TRY(embed(f));
-    for (int il = 0; il < f->hp->n_layer; il++) {
+    for (int il = f->stage.layer_first; il < f->stage.layer_end; il++) {
         const arch_layer *l = &f->w->layers[il];
         fwd_acts *a = &f->a;
         FWD_TRY(fwd_layer_start(f, il));

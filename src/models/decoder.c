@@ -73,6 +73,8 @@ brasa_status fwd_begin(fwd *f) {
 
 brasa_status fwd_embed(fwd *f) {
     use_place(f, 0);
+    if (f->stage.in)
+        return f->stage.in(f, f->stage.user);
     FWD_TRY(OPS(f)->get_rows(f->dev, &f->w->tok_embd, f->tokens, f->n, &f->a.x, f->err));
     if (f->hp->embd_scale != 1.0f)
         FWD_TRY(OPS(f)->scale(f->dev, &f->a.x, f->hp->embd_scale, f->err));
@@ -197,6 +199,12 @@ brasa_status fwd_hidden(fwd *f, const bk_tensor *h) {
 }
 
 brasa_status fwd_output(fwd *f) {
+    if (f->stage.out) {
+        bool head_here = false;
+        FWD_TRY(f->stage.out(f, f->stage.user, &head_here));
+        if (!head_here)
+            return BRASA_OK;
+    }
     if (f->embeddings) {
         FWD_TRY(fwd_norm(f, &f->a.x, &f->w->output_norm, &f->a.h));
         return fwd_hidden(f, &f->a.h);
@@ -212,7 +220,7 @@ brasa_status fwd_output(fwd *f) {
 
 brasa_status fwd_standard_decoder(fwd *f) {
     FWD_TRY(fwd_embed(f));
-    for (int il = 0; il < f->hp->n_layer; il++) {
+    for (int il = f->stage.layer_first; il < f->stage.layer_end; il++) {
         const arch_layer *l = &f->w->layers[il];
         fwd_acts *a = &f->a;
         FWD_TRY(fwd_layer_start(f, il));

@@ -72,12 +72,27 @@ typedef struct fwd_place {
 
 #define FWD_PLACES_MAX 2
 
+/* This process's part of a pass split across processes (engine/pipeline.h): the layers it runs,
+ * and in place of the embedding lookup and the output head, the hand-offs of the residual stream.
+ * A pass in one process runs layers 0 .. n_layer - 1 with no hand-offs (in and out NULL). */
+typedef struct fwd fwd;
+typedef struct fwd_stage {
+    int32_t layer_first, layer_end;
+    /* fills x (n rows) with what the process before sent, instead of the embedding lookup */
+    brasa_status (*in)(fwd *f, void *user);
+    /* after the last layer: hands x on, and says whether the output head runs here (it then has
+     * x's rows logits_first .. n - 1, sent back by the last process) */
+    brasa_status (*out)(fwd *f, void *user, bool *head_here);
+    void *user;
+} fwd_stage;
+
 /* One evaluation of a batch of tokens from one or more sequences: the weights, the activations
  * of the place running the current layer, each sequence's KV cache (each layer's on its place's
  * device), and where the logits go. Filled by the engine, read by the forward pass. Every
  * operation but attention works row by row, so sequences share the weight reads and never see
  * each other. */
-typedef struct fwd {
+struct fwd {
+    fwd_stage stage;         /* the layers this process runs */
     const fwd_place *places; /* (n_places) in layer order */
     int n_places, place;     /* the current place, whose device and activations the fields below are */
     bk_device *dev;
@@ -95,7 +110,7 @@ typedef struct fwd {
     bool embeddings;        /* the pass ends with the final hidden states, not logits */
     bk_tensor hidden;       /* set by the pass when embeddings: (n, n_embd) on the last place */
     brasa_error *err;
-} fwd;
+};
 
 #define FWD_TRY(expr)                                                                               \
     do {                                                                                            \

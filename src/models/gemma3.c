@@ -25,7 +25,7 @@ static brasa_status gemma3_hparams(const gguf_file *f, arch_hparams *hp, brasa_e
 
 static brasa_status gemma3_forward(fwd *f) {
     FWD_TRY(fwd_embed(f));
-    for (int il = 0; il < f->hp->n_layer; il++) {
+    for (int il = f->stage.layer_first; il < f->stage.layer_end; il++) {
         const arch_layer *l = &f->w->layers[il];
         fwd_acts *a = &f->a;
         FWD_TRY(fwd_layer_start(f, il));

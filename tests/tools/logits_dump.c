@@ -20,6 +20,22 @@ static int argmax(const float *x, int n) {
 }
 
 int main(int argc, char **argv) {
+    /* under mpirun, process 0 dumps and the others serve it their layers */
+    int rank = 0;
+    brasa_error gerr;
+    if (brasa_group_start(&rank, NULL, &gerr) != BRASA_OK) {
+        fprintf(stderr, "logits_dump: %s\n", gerr.message);
+        return 1;
+    }
+    if (rank > 0) {
+        brasa_model_params gp = brasa_model_default_params();
+        brasa_model *gm = NULL;
+        const int grc = argc > 1 && brasa_model_open(argv[1], &gp, &gm, &gerr) == BRASA_OK ? brasa_group_serve(gm, NULL)
+                                                                                        : brasa_group_serve(NULL, gerr.message);
+        brasa_model_free(gm);
+        brasa_group_stop();
+        return grc;
+    }
     const char *model_path = argc > 1 ? argv[1] : NULL, *out_path = NULL, *tokens_arg = NULL;
     int greedy = 0;
     brasa_context_params cp = brasa_context_default_params();
@@ -97,5 +113,6 @@ done:
     free(tokens);
     brasa_context_free(c);
     brasa_model_free(m);
+    brasa_group_stop();
     return rc;
 }

@@ -1,0 +1,125 @@
+/* dist_mpi.c: the group of processes over MPI. MPI is started only when a launcher (mpirun,
+ * mpiexec) made this process one of several: a process started alone never touches MPI, so the
+ * same program runs as before without a launcher. Every call comes from the program's main thread
+ * (MPI_THREAD_FUNNELED); the compute threads never communicate. MPI's default error handler ends
+ * the whole job when a process dies or a link drops, which is the behaviour wanted: no process is
+ * left waiting on a peer that is gone. */
+#include "dist/dist.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+
+static struct {
+    bool started;
+    int rank, size;
+    char host[MPI_MAX_PROCESSOR_NAME];
+} group = { false, 0, 1, "" };
+
+bool dist_available(void) {
+    return true;
+}
+
+/* The number of processes a launcher started, from the variables Open MPI, MPICH/Intel MPI/MS-MPI
+ * and PMIx set (0 when none is set). */
+static long launched_size(void) {
+    static const char *const names[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v)
+            return strtol(v, NULL, 10);
+    }
+    return 0;
+}
+
+brasa_status dist_start(brasa_error *err) {
+    if (group.started || launched_size() <= 1)
+        return BRASA_OK;
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return err_set(err, BRASA_ERR_IO, "MPI would not start");
+    group.started = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &group.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &group.size);
+    int len = 0;
+    if (MPI_Get_processor_name(group.host, &len) != MPI_SUCCESS)
+        group.host[0] = '\0';
+    if (provided < MPI_THREAD_FUNNELED) {
+        dist_stop();
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "this MPI library offers no thread support (MPI_THREAD_FUNNELED), "
+                       "which brasa's compute threads need beside it");
+    }
+    return BRASA_OK;
+}
+
+void dist_stop(void) {
+    if (group.started)
+        MPI_Finalize();
+    group.started = false;
+    group.rank = 0;
+    group.size = 1;
+}
+
+void dist_abort(int code) {
+    if (group.started)
+        MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code);
+}
+
+int dist_rank(void) {
+    return group.rank;
+}
+
+int dist_size(void) {
+    return group.size;
+}
+
+const char *dist_host(void) {
+    return group.host;
+}
+
+static brasa_status check_peer(int peer, brasa_error *err) {
+    if (!group.started || peer < 0 || peer >= group.size || peer == group.rank)
+        return err_set(err, BRASA_ERR_INTERNAL, "no process %d to talk to (this is %d of %d)", peer, group.rank, group.size);
+    return BRASA_OK;
+}
+
+brasa_status dist_send(int to, dist_tag tag, const void *data, size_t bytes, brasa_error *err) {
+    brasa_status st = check_peer(to, err);
+    if (st != BRASA_OK)
+        return st;
+    if (bytes > INT_MAX)
+        return err_set(err, BRASA_ERR_INTERNAL, "a message of %zu bytes is more than MPI sends at once", bytes);
+    if (MPI_Send(data, (int)bytes, MPI_BYTE, to, (int)tag, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return err_set(err, BRASA_ERR_IO, "sending %zu bytes to process %d failed", bytes, to);
+    return BRASA_OK;
+}
+
+brasa_status dist_peek(int from, dist_tag tag, size_t *bytes, brasa_error *err) {
+    brasa_status st = check_peer(from, err);
+    if (st != BRASA_OK)
+        return st;
+    MPI_Status s;
+    int count = 0;
+    if (MPI_Probe(from, (int)tag, MPI_COMM_WORLD, &s) != MPI_SUCCESS || MPI_Get_count(&s, MPI_BYTE, &count) != MPI_SUCCESS)
+        return err_set(err, BRASA_ERR_IO, "waiting for a message from process %d failed", from);
+    *bytes = (size_t)count;
+    return BRASA_OK;
+}
+
+brasa_status dist_recv(int from, dist_tag tag, void *data, size_t cap, size_t *got, brasa_error *err) {
+    size_t bytes = 0;
+    brasa_status st = dist_peek(from, tag, &bytes, err);
+    if (st != BRASA_OK)
+        return st;
+    if (bytes > cap)
+        return err_set(err, BRASA_ERR_INTERNAL, "process %d sent %zu bytes where at most %zu were expected", from, bytes, cap);
+    if (MPI_Recv(data, (int)bytes, MPI_BYTE, from, (int)tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return err_set(err, BRASA_ERR_IO, "receiving from process %d failed", from);
+    if (got)
+        *got = bytes;
+    return BRASA_OK;
+}
