@@ -34,6 +34,7 @@ static const char usage[] =
     "  -b N               prompt tokens per forward pass (default 64)\n"
     "  --kv-type T        KV cache: f16 (default) or f32\n"
     "  --device DEV       cpu (default), cuda, hip, cuda:N, hip:N\n"
+    "  --split S          under mpirun -n N: the layers' shares per process, e.g. 3,1 (default: by memory)\n"
     "  --gpu-layers N     with a GPU: auto (default, what fits), all, or the last N layers\n"
     "  --json-schema FILE also time generation with sampling (tgN sampled: temperature 0.8, top-k 40)\n"
     "                     and with sampling held to this JSON Schema (tgN schema), alternating\n"
@@ -167,7 +168,7 @@ int cmd_bench(int argc, char **argv) {
     bool json = false, remeasure = false;
     int32_t kv_type = BRASA_KV_F16;
     int64_t batch = 0;
-    const char *device = NULL;
+    const char *device = NULL, *split = NULL;
     int32_t gpu_layers = BRASA_GPU_LAYERS_AUTO, gpu_layers_used = 0, tuned = 0;
     const char *schema_path = NULL;
     for (int i = 1; i < argc; i++) {
@@ -198,6 +199,10 @@ int cmd_bench(int argc, char **argv) {
             if (!v || !cli_parse_kv_type(v, &kv_type))
                 return cli_usage_error("bench", usage, "--kv-type needs f16 or f32");
             i++;
+        } else if (strcmp(a, "--split") == 0) {
+            if (!v || !v[0])
+                return cli_usage_error("bench", usage, "--split needs shares, one per process: 3,1");
+            split = argv[++i];
         } else if (strcmp(a, "--device") == 0) {
             if (!v)
                 return cli_usage_error("bench", usage, "--device needs cpu, cuda, hip, cuda:N or hip:N");
@@ -282,6 +287,7 @@ int cmd_bench(int argc, char **argv) {
         cp.kv_type = kv_type;
         cp.n_batch = (int32_t)batch;
         cp.device = device;
+        cp.pipeline_split = split;
         cp.gpu_layers = gpu_layers;
         if (tty) {
             cp.progress = cli_progress;
@@ -407,6 +413,18 @@ int cmd_bench(int argc, char **argv) {
     const double macs_per_token = (double)d.macs_per_token;
     const double prefill_limit = int8_peak > 0 && macs_per_token > 0 ? int8_peak / macs_per_token : 0.0;
     const double peak_mb = (double)brasa_peak_memory_bytes() / 1e6;
+    /* in a pipeline of processes: the hand-offs' own cost, a round trip through every process of
+     * one token's row (a decode step) and of a prompt step's rows (64), with no computing */
+    const int processes = brasa_group_size();
+    double link_row = 0.0, link_step = 0.0;
+    if (processes > 1 && rc == CLI_OK) {
+        const size_t row = (size_t)d.n_embd * sizeof(float);
+        if (brasa_group_link_seconds(row, 50, &link_row, &err) != BRASA_OK ||
+            brasa_group_link_seconds(64 * row, 20, &link_step, &err) != BRASA_OK)
+            rc = cli_fail("%s", err.message);
+    }
+    if (rc != CLI_OK)
+        goto done;
     if (json) {
         printf("{\"model\": ");
         json_cstr(stdout, model_path);
@@ -432,6 +450,9 @@ int cmd_bench(int argc, char **argv) {
         printf(", \"source\": ");
         json_cstr(stdout, peak_source);
         printf("}");
+        if (processes > 1)
+            printf(", \"pipeline\": {\"processes\": %d, \"link_round_trip_seconds\": {\"one_row\": %.6g, \"rows_of_64\": %.6g}}",
+                   processes, link_row, link_step);
         printf(", \"peak_memory_bytes\": %llu, \"results\": [", (unsigned long long)brasa_peak_memory_bytes());
         for (int i = 0; i < n_results; i++) {
             const result *r = &results[i];
@@ -443,6 +464,8 @@ int cmd_bench(int argc, char **argv) {
                 printf(", \"bandwidth_share\": %.4f", r->mean / r->sequences / limit);
             if (r->test[0] == 'p' && prefill_limit > 0)
                 printf(", \"compute_share\": %.4f", r->mean / prefill_limit);
+            if (processes > 1) /* the link's share of the time: one round trip per step */
+                printf(", \"link_share\": %.4f", r->test[0] == 't' ? link_row * r->mean / r->sequences : link_step * r->mean / 64.0);
             printf("}");
         }
         printf("]}\n");
@@ -463,6 +486,9 @@ int cmd_bench(int argc, char **argv) {
         else
             printf("compute    int8 peak %s; %.3g G multiply-adds per token in the layers' products\n", peak_source,
                    macs_per_token / 1e9);
+        if (processes > 1)
+            printf("pipeline   %d processes; a round trip of the link through all of them: %.0f us with one token's row, "
+                   "%.2f ms with 64 (limits above: this machine's)\n", processes, link_row * 1e6, link_step * 1e3);
         printf("\n| %-13s | %7s | %20s | %16s |\n", "test", "threads", "tokens/s", "share of limit");
         printf("|---------------|---------|----------------------|------------------|\n");
         for (int i = 0; i < n_results; i++) {
@@ -479,6 +505,9 @@ int cmd_bench(int argc, char **argv) {
             else
                 snprintf(name, sizeof name, "%s", r->test);
             printf("| %-13s | %7d | %21s | %16s |\n", name, r->threads, speed, share); /* "±" is two bytes */
+            if (processes > 1)
+                printf("| %-13s |         | %19.1f%% | on the link      |\n", "",
+                       100.0 * (r->test[0] == 't' ? link_row * r->mean / r->sequences : link_step * r->mean / 64.0));
             if (strstr(r->test, " schema") && i > 0 && results[i - 1].mean > 0)
                 printf("| %-13s |         | %19.1f%% | of tg sampled    |\n", "", 100.0 * r->mean / results[i - 1].mean);
         }

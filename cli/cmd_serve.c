@@ -11,7 +11,7 @@ static const char usage[] =
     "                   [--max-memory GB] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--threads N]\n"
     "                   [--api-key KEY | --no-auth] [--timeout S] [--queue N] [--max-body BYTES]\n"
     "                   [--kv-type f16|f32] [--device DEV] [--gpu-layers N|auto|all]\n"
-    "                   [--chat-template-file FILE]\n"
+    "                   [--chat-template-file FILE] [--split SHARES]\n"
     "\n"
     "Serves the model over HTTP in three APIs: OpenAI's (/v1/chat/completions, /v1/completions,\n"
     "/v1/embeddings, /v1/models), Ollama's (/api/chat, /api/generate, /api/embed, /api/tags, /api/ps,\n"
@@ -28,7 +28,8 @@ static const char usage[] =
     "--models-dir (every .gguf there), a request's \"model\" picks one by its file name (without\n"
     ".gguf); models load on first use and unload when idle for --keep-alive (default 5m; one model:\n"
     "never) or when another needs the memory (--max-memory, default 90% of what is free at the start).\n"
-    "SIGINT or SIGTERM stops it after the requests in flight.\n";
+    "SIGINT or SIGTERM stops it after the requests in flight. Under mpirun -n N the model's layers\n"
+    "are split over the N processes (by memory, or --split shares such as 3,1): process 0 serves.\n";
 
 /* "300", "300s", "5m", "1h", "-1" (forever) into seconds; false when it is none of these. */
 static bool parse_duration(const char *v, double *out) {
@@ -109,6 +110,10 @@ int cmd_serve(int argc, char **argv) {
                 v[0] == ':' || (strchr(v, ':') && strchr(v, ':') != strrchr(v, ':')))
                 return cli_usage_error("serve", usage, "--device is cpu, cuda, hip, cuda:N or hip:N, not '%s'", v);
             cfg.device = v;
+        } else if (strcmp(a, "--split") == 0) {
+            if (!v[0])
+                return cli_usage_error("serve", usage, "--split needs shares, one per process: 3,1");
+            cfg.split = v;
         }
         else if (strcmp(a, "--gpu-layers") == 0) {
             if (!cli_parse_gpu_layers(v, &cfg.gpu_layers))

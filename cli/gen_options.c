@@ -16,6 +16,7 @@ const char gen_options_help[] =
     "  --threads N             compute threads (default: one per core)\n"
     "  --batch N               prompt tokens evaluated at once (default 64)\n"
     "  --kv-type T             KV cache: f16 (default, half the memory) or f32\n"
+    "  --split S               under mpirun -n N: the layers' shares per process, e.g. 3,1 (default: by memory)\n"
     "  --device DEV            cpu (default), cuda, hip, or cuda:N / hip:N: the GPU backend modules\n"
     "                          load at run time; `brasa doctor` says which are usable\n"
     "  --gpu-layers N          with a GPU device: auto (default: as many as its free memory holds),\n"
@@ -121,6 +122,11 @@ int gen_options_parse(gen_options *o, const char *cmd, const char *usage, int ar
         if (!cli_parse_i64(v, 1, 4096, &n))
             BAD("must be from 1 to 4096");
         o->ctx.n_batch = (int32_t)n;
+    } else if (strcmp(a, "--split") == 0) {
+        NEED_VALUE();
+        if (!v[0])
+            BAD("must be shares, one per process: 3,1");
+        o->ctx.pipeline_split = v; /* checked against the processes when the context opens */
     } else if (strcmp(a, "--kv-type") == 0) {
         NEED_VALUE();
         if (!cli_parse_kv_type(v, &o->ctx.kv_type))

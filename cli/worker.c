@@ -2,12 +2,17 @@
  * -m MODEL ...). Every process gets the same command line; this one opens the model it names, as
  * process 0 does, and then serves process 0's steps for its share of the layers
  * (brasa_group_serve) until process 0 ends. It prints only errors. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
 int cli_worker(int argc, char **argv) {
+    /* the launcher hands a Ctrl-C or a stop to every process: process 0 acts on it (a server
+     * shuts down cleanly) and then ends this one, which must not die first */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
     const char *arg = NULL;
     for (int i = 1; i + 1 < argc && !arg; i++)
         if (strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0)

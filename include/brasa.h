@@ -287,6 +287,11 @@ brasa_status brasa_group_start(int *rank, int *size, brasa_error *err);
 int brasa_group_serve(const brasa_model *model, const char *why_not);
 /* Process 0: ends the others' brasa_group_serve; every process: leaves the group. */
 void brasa_group_stop(void);
+/* The processes in the group (1 alone). */
+int brasa_group_size(void);
+/* Process 0: the shortest of `rounds` round trips of a message of `bytes` bytes through every
+ * process of the group (0 -> 1 -> ... -> 0), the hand-offs' cost without any computing. */
+brasa_status brasa_group_link_seconds(size_t bytes, int rounds, double *seconds, brasa_error *err);
 
 brasa_context_params brasa_context_default_params(void);
 brasa_status brasa_context_create(const brasa_model *model, const brasa_context_params *params,

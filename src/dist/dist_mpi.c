@@ -1,7 +1,7 @@
 /* dist_mpi.c: the group of processes over MPI. MPI is started only when a launcher (mpirun,
  * mpiexec) made this process one of several: a process started alone never touches MPI, so the
- * same program runs as before without a launcher. Every call comes from the program's main thread
- * (MPI_THREAD_FUNNELED); the compute threads never communicate. MPI's default error handler ends
+ * same program runs as before without a launcher. One thread at a time calls MPI (the program's,
+ * or a server's scheduler thread: MPI_THREAD_SERIALIZED); the compute threads never communicate. MPI's default error handler ends
  * the whole job when a process dies or a link drops, which is the behaviour wanted: no process is
  * left waiting on a peer that is gone. */
 #include "dist/dist.h"
@@ -39,7 +39,7 @@ brasa_status dist_start(brasa_error *err) {
     if (group.started || launched_size() <= 1)
         return BRASA_OK;
     int provided = 0;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
         return err_set(err, BRASA_ERR_IO, "MPI would not start");
     group.started = true;
     MPI_Comm_rank(MPI_COMM_WORLD, &group.rank);
@@ -47,10 +47,10 @@ brasa_status dist_start(brasa_error *err) {
     int len = 0;
     if (MPI_Get_processor_name(group.host, &len) != MPI_SUCCESS)
         group.host[0] = '\0';
-    if (provided < MPI_THREAD_FUNNELED) {
+    if (provided < MPI_THREAD_SERIALIZED) {
         dist_stop();
-        return err_set(err, BRASA_ERR_UNSUPPORTED, "this MPI library offers no thread support (MPI_THREAD_FUNNELED), "
-                       "which brasa's compute threads need beside it");
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "this MPI library does not take calls from more than one thread "
+                       "(MPI_THREAD_SERIALIZED), which a server's scheduler thread makes");
     }
     return BRASA_OK;
 }

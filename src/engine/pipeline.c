@@ -15,13 +15,16 @@
 #include "model/model.h"
 #include "platform/platform.h"
 
-enum { PIPE_CREATE = 1, PIPE_STEP, PIPE_COPY, PIPE_FREE, PIPE_END };
+enum { PIPE_CREATE = 1, PIPE_STEP, PIPE_COPY, PIPE_FREE, PIPE_END, PIPE_PING };
+
+/* The largest message a round trip of the link takes (brasa_group_link_seconds). */
+#define PIPE_PING_MAX ((size_t)64 << 20)
 
 /* A control message; a step's runs (n_segs pipe_seg) follow it in the same message. */
 typedef struct pipe_msg {
     int32_t op;
     int32_t n_segs;            /* STEP */
-    int64_t n, first;          /* STEP */
+    int64_t n, first;          /* STEP; PING: n bytes follow on the rows' link */
     int32_t src, dst, len;     /* COPY: sequence src's first len positions to dst */
     int32_t n_ctx, n_batch, n_threads, n_seq, kv_type; /* CREATE: the context's params */
     pipe_plan plan;            /* CREATE */
@@ -373,6 +376,21 @@ int pipe_worker_run(const brasa_model *m, const char *why) {
             brasa_context_free(c);
             c = NULL;
             break;
+        case PIPE_PING: { /* the bytes on, or back to process 0 from the last */
+            if (msg.n < 1 || (size_t)msg.n > PIPE_PING_MAX) {
+                err_set(&err, BRASA_ERR_INTERNAL, "a round trip of %lld bytes", (long long)msg.n);
+                fail(&err);
+            }
+            char *bytes_in = malloc((size_t)msg.n);
+            if (!bytes_in || dist_recv(r - 1, DIST_TAG_ROWS, bytes_in, (size_t)msg.n, NULL, &err) != BRASA_OK ||
+                dist_send(r + 1 < dist_size() ? r + 1 : 0, DIST_TAG_ROWS, bytes_in, (size_t)msg.n, &err) != BRASA_OK) {
+                if (!bytes_in)
+                    err_set(&err, BRASA_ERR_NO_MEMORY, "out of memory");
+                fail(&err);
+            }
+            free(bytes_in);
+            break;
+        }
         case PIPE_COPY:
             if (!c)
                 break;
@@ -432,4 +450,34 @@ int brasa_group_serve(const brasa_model *model, const char *why_not) {
 void brasa_group_stop(void) {
     pipe_finish();
     dist_stop();
+}
+
+int brasa_group_size(void) {
+    return dist_size();
+}
+
+brasa_status brasa_group_link_seconds(size_t bytes, int rounds, double *seconds, brasa_error *err) {
+    *seconds = 0.0;
+    if (!pipe_active() || dist_rank() != 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "a round trip of the link is for process 0 of several");
+    if (bytes < 1 || bytes > PIPE_PING_MAX || rounds < 1)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "a round trip of %zu bytes (1 to %zu), %d times", bytes, PIPE_PING_MAX,
+                       rounds);
+    char *out = calloc(1, bytes), *back = malloc(bytes);
+    brasa_status st = out && back ? BRASA_OK : err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
+    const pipe_msg msg = { .op = PIPE_PING, .n = (int64_t)bytes };
+    for (int i = 0; i < rounds && st == BRASA_OK; i++) {
+        const double t0 = plat_time_seconds();
+        st = send_down(&msg, NULL, err);
+        if (st == BRASA_OK)
+            st = dist_send(1, DIST_TAG_ROWS, out, bytes, err);
+        if (st == BRASA_OK)
+            st = dist_recv(dist_size() - 1, DIST_TAG_ROWS, back, bytes, NULL, err);
+        const double t = plat_time_seconds() - t0;
+        if (st == BRASA_OK && (i == 0 || t < *seconds))
+            *seconds = t;
+    }
+    free(out);
+    free(back);
+    return st;
 }

@@ -405,6 +405,7 @@ brasa_status sched_create(const brasa_model *model, const sched_config *cfg, sch
     cp.n_seq = cfg->n_slots;
     cp.kv_type = cfg->kv_type;
     cp.device = cfg->device;
+    cp.pipeline_split = cfg->split;
     cp.gpu_layers = cfg->gpu_layers;
     cp.progress = cfg->progress;
     st = brasa_context_create(model, &cp, &s->ctx, err);

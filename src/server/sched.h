@@ -22,6 +22,7 @@ typedef struct sched_config {
     int32_t n_threads;
     int32_t kv_type;   /* a brasa_kv_type */
     const char *device; /* as brasa_context_params.device; NULL: the CPU */
+    const char *split;  /* as brasa_context_params.pipeline_split */
     int32_t gpu_layers; /* as brasa_context_params.gpu_layers */
     void (*progress)(float fraction, void *user_data); /* weights copied to a GPU; may be NULL */
     int32_t max_queue; /* jobs waiting for a slot before submissions are refused */

@@ -953,7 +953,7 @@ int srv_run(const srv_config *cfg) {
     const bool several = n_found + cfg->n_models > 1;
     reg_config rc = {
         .sched = { .n_slots = cfg->parallel, .n_ctx = cfg->ctx, .n_threads = cfg->threads, .kv_type = cfg->kv_type,
-                   .device = cfg->device, .gpu_layers = cfg->gpu_layers, .progress = upload_progress,
+                   .device = cfg->device, .split = cfg->split, .gpu_layers = cfg->gpu_layers, .progress = upload_progress,
                    .max_queue = cfg->max_queue, .metrics = s.metrics },
         .chat_template = cfg->chat_template,
         /* what is free now, less a margin for the rest of the system, unless given */

@@ -21,6 +21,7 @@ typedef struct srv_config {
     int threads;           /* 0: physical cores */
     int32_t kv_type;       /* a brasa_kv_type */
     const char *device;    /* "cpu" (NULL), "cuda", "hip:1": lowercase letters, digits, one ':' */
+    const char *split;     /* as brasa_context_params.pipeline_split; NULL: by memory */
     int32_t gpu_layers;    /* as brasa_context_params.gpu_layers */
     const char *api_key;   /* NULL: none */
     const char *chat_template; /* a Jinja chat template's text to use instead of the model's; NULL: the model's */
