@@ -380,6 +380,14 @@ brasa_status brasa_seq_decode(brasa_context *ctx, int32_t seq, const brasa_token
  * its token alone. BRASA_CONTEXT_FULL, evaluating nothing, when one of them is full. */
 brasa_status brasa_seq_decode_step(brasa_context *ctx, const int32_t *seqs, const brasa_token *tokens, size_t n,
                                    brasa_error *err);
+/* brasa_seq_decode_step in two halves, so that a pipeline of processes (brasa_group_start) keeps
+ * two steps of different sequences in flight, each process working on one of them: begin hands a
+ * step of at most 15 sequences on and returns; end waits for the oldest step begun and sets its
+ * sequences' logits. At most two steps are in flight; any other call on the context first ends
+ * them. In one process, begin does the whole step and end nothing; the logits are the same. */
+brasa_status brasa_seq_decode_step_begin(brasa_context *ctx, const int32_t *seqs, const brasa_token *tokens, size_t n,
+                                         brasa_error *err);
+brasa_status brasa_seq_decode_step_end(brasa_context *ctx, brasa_error *err);
 /* Makes sequence dst hold the first n tokens of sequence src (a shared prompt prefix); fails when
  * src's sliding-window cache has moved too far past n (see brasa_context_truncate). */
 brasa_status brasa_seq_copy(brasa_context *ctx, int32_t src, int32_t dst, int32_t n, brasa_error *err);

@@ -39,6 +39,13 @@ typedef enum dist_tag {
 
 /* Sends bytes to rank `to`; returns when the buffer may be reused. */
 brasa_status dist_send(int to, dist_tag tag, const void *data, size_t bytes, brasa_error *err);
+/* As dist_send, but returns at once with a copy of the bytes on its way, so that two processes
+ * sending to each other cannot each wait for the other to receive (the last process of a
+ * pipeline sending rows back to process 0 while process 0 sends it the next step). At most
+ * DIST_SENDS_IN_FLIGHT such sends are pending; one more first waits for the oldest to arrive. */
+#define DIST_SENDS_IN_FLIGHT 2
+brasa_status dist_send_nowait(int to, dist_tag tag, const void *data, size_t bytes, brasa_error *err);
+
 /* Receives the next message of tag from rank `from` into data (at most cap bytes; more is an
  * error); *got, when not NULL, is its size. */
 brasa_status dist_recv(int from, dist_tag tag, void *data, size_t cap, size_t *got, brasa_error *err);

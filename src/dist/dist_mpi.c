@@ -10,14 +10,39 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
+
+/* A dist_send_nowait send in flight, with its copy of the bytes. */
+typedef struct pending_send {
+    MPI_Request request;
+    void *copy;
+    size_t cap;
+} pending_send;
 
 static struct {
     bool started;
     int rank, size;
     char host[MPI_MAX_PROCESSOR_NAME];
-} group = { false, 0, 1, "" };
+    pending_send sends[DIST_SENDS_IN_FLIGHT]; /* oldest first */
+    int n_sends;
+} group = { .size = 1 };
+
+/* Waits until the oldest send in flight has arrived. */
+static brasa_status finish_oldest_send(brasa_error *err) {
+    const int rc = MPI_Wait(&group.sends[0].request, MPI_STATUS_IGNORE);
+    void *copy = group.sends[0].copy;
+    const size_t cap = group.sends[0].cap;
+    for (int i = 1; i < group.n_sends; i++)
+        group.sends[i - 1] = group.sends[i];
+    group.n_sends--;
+    group.sends[group.n_sends].copy = copy; /* its buffer, reused by a later send */
+    group.sends[group.n_sends].cap = cap;
+    if (rc != MPI_SUCCESS)
+        return err_set(err, BRASA_ERR_IO, "a message to another process failed");
+    return BRASA_OK;
+}
 
 bool dist_available(void) {
     return true;
@@ -56,6 +81,14 @@ brasa_status dist_start(brasa_error *err) {
 }
 
 void dist_stop(void) {
+    brasa_error err;
+    while (group.n_sends > 0)
+        (void)finish_oldest_send(&err);
+    for (int i = 0; i < DIST_SENDS_IN_FLIGHT; i++) {
+        free(group.sends[i].copy);
+        group.sends[i].copy = NULL;
+        group.sends[i].cap = 0;
+    }
     if (group.started)
         MPI_Finalize();
     group.started = false;
@@ -95,6 +128,29 @@ brasa_status dist_send(int to, dist_tag tag, const void *data, size_t bytes, bra
         return err_set(err, BRASA_ERR_INTERNAL, "a message of %zu bytes is more than MPI sends at once", bytes);
     if (MPI_Send(data, (int)bytes, MPI_BYTE, to, (int)tag, MPI_COMM_WORLD) != MPI_SUCCESS)
         return err_set(err, BRASA_ERR_IO, "sending %zu bytes to process %d failed", bytes, to);
+    return BRASA_OK;
+}
+
+brasa_status dist_send_nowait(int to, dist_tag tag, const void *data, size_t bytes, brasa_error *err) {
+    brasa_status st = check_peer(to, err);
+    if (st != BRASA_OK)
+        return st;
+    if (bytes > INT_MAX)
+        return err_set(err, BRASA_ERR_INTERNAL, "a message of %zu bytes is more than MPI sends at once", bytes);
+    if (group.n_sends == DIST_SENDS_IN_FLIGHT && (st = finish_oldest_send(err)) != BRASA_OK)
+        return st;
+    pending_send *s = &group.sends[group.n_sends];
+    if (s->cap < bytes) {
+        void *grown = realloc(s->copy, bytes ? bytes : 1);
+        if (!grown)
+            return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory for a message of %zu bytes", bytes);
+        s->copy = grown;
+        s->cap = bytes;
+    }
+    memcpy(s->copy, data, bytes);
+    if (MPI_Isend(s->copy, (int)bytes, MPI_BYTE, to, (int)tag, MPI_COMM_WORLD, &s->request) != MPI_SUCCESS)
+        return err_set(err, BRASA_ERR_IO, "sending %zu bytes to process %d failed", bytes, to);
+    group.n_sends++;
     return BRASA_OK;
 }
 

@@ -56,6 +56,10 @@ brasa_status dist_send(int to, dist_tag tag, const void *data, size_t bytes, bra
     return err_set(err, BRASA_ERR_INTERNAL, "no process %d: this process is alone", to);
 }
 
+brasa_status dist_send_nowait(int to, dist_tag tag, const void *data, size_t bytes, brasa_error *err) {
+    return dist_send(to, tag, data, bytes, err);
+}
+
 brasa_status dist_recv(int from, dist_tag tag, void *data, size_t cap, size_t *got, brasa_error *err) {
     (void)tag;
     (void)data;

@@ -47,6 +47,12 @@ struct brasa_context {
     int role;                     /* CTX_ALONE, CTX_LEAD (process 0 of a pipeline) or CTX_STAGE */
     int32_t layer_first, layer_end; /* the layers this process runs: all, or its part of a pipeline */
     pipe_seg *steps;              /* (n_batch) a step's runs, as the pipeline sends them */
+    struct {                      /* decode steps begun and not ended, oldest first */
+        int n;                    /* sequences, one token each: every row's logits come back */
+        bool done;                /* evaluated whole at the beginning (no pipeline) */
+        int32_t seqs[BK_BATCH_EXACT_MAX];
+    } flight[2];
+    int n_flight;
     bk_device *cpu;               /* the CPU device, when it runs any layer */
     bk_device *gpu_dev;           /* the GPU device named by params.device, if any */
     const bk_gpu_module *gpu;     /* the module gpu_dev comes from */
@@ -69,6 +75,8 @@ struct brasa_context {
                                    * pooling; NULL for a model that makes no embeddings */
     char backend_name[480];
 };
+
+static brasa_status land(brasa_context *c, brasa_error *err);
 
 brasa_context_params brasa_context_default_params(void) {
     brasa_context_params p;
@@ -424,8 +432,11 @@ brasa_status ctx_create_stage(const brasa_model *m, const brasa_context_params *
 void brasa_context_free(brasa_context *c) {
     if (!c)
         return;
-    if (c->role == CTX_LEAD)
+    if (c->role == CTX_LEAD) {
+        brasa_error err; /* a step in flight lands first: its rows are on their way to this process */
+        (void)land(c, &err);
         pipe_contexts_free();
+    }
     for (int i = 0; i < c->n_places; i++) {
         c->places[i].acts.dev->ops->buffer_free(c->places[i].kv_buf);
         c->places[i].acts.dev->ops->buffer_free(c->places[i].act_buf);
@@ -486,7 +497,9 @@ brasa_status brasa_seq_copy(brasa_context *c, int32_t src, int32_t dst, int32_t 
         brasa_seq_truncate(c, dst, n);
         return BRASA_OK;
     }
-    brasa_status st = ctx_stage_copy(c, src, dst, n, err);
+    brasa_status st = land(c, err);
+    if (st == BRASA_OK)
+        st = ctx_stage_copy(c, src, dst, n, err);
     if (st == BRASA_OK && c->role == CTX_LEAD)
         st = pipe_seq_copy(src, dst, n, err);
     if (st != BRASA_OK) {
@@ -560,6 +573,13 @@ static brasa_status lead_out(fwd *f, void *user, bool *head_here) {
     return st;
 }
 
+/* Process 0, a step begun: on to process 1, its rows back and the head later (end_step). */
+static brasa_status lead_send(fwd *f, void *user, bool *head_here) {
+    const stage_call *k = user;
+    *head_here = false;
+    return pipe_step_send(k->step, f->a.x.data, f->a.x.row_bytes, f->err);
+}
+
 static brasa_status stage_in(fwd *f, void *user) {
     const stage_call *k = user;
     return k->io->in(k->step, f->a.x.data, f->a.x.row_bytes, k->io->user, f->err);
@@ -605,9 +625,24 @@ brasa_status ctx_stage_step(brasa_context *c, const pipe_step *s, const ctx_stag
  * only) when given; of each run's last token into its sequence when want_last; none when hidden is
  * given, which receives the final hidden states instead. On success the sequences advance; on
  * failure none does. */
+static brasa_status end_step(brasa_context *c, brasa_error *err);
+
+/* Ends every decode step in flight, so that a pass can start that waits for its own rows. */
+static brasa_status land(brasa_context *c, brasa_error *err) {
+    brasa_status st = BRASA_OK;
+    while (c->n_flight > 0 && st == BRASA_OK)
+        st = end_step(c, err);
+    return st;
+}
+
 static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq, const int64_t *len,
                                const brasa_token *tokens, float *all_logits, bool want_last, bk_tensor *hidden,
-                               brasa_error *err) {
+                               bool defer, brasa_error *err) {
+    if (!defer) {
+        brasa_status landed = land(c, err);
+        if (landed != BRASA_OK)
+            return landed;
+    }
     const brasa_model *m = c->model;
     const bool causal = !m->hp.bidirectional;
     int64_t n = 0;
@@ -631,13 +666,20 @@ static brasa_status eval_batch(brasa_context *c, int n_segs, const int32_t *seq,
     const pipe_step step = { n, hidden ? 0 : first, n_segs, c->steps }; /* hidden states: every row comes back */
     stage_call call = { &step, NULL };
     if (c->role == CTX_LEAD) {
-        f.stage.out = lead_out;
+        f.stage.out = defer ? lead_send : lead_out;
         f.stage.user = &call;
     }
     const ctx_place *head = &c->places[c->n_places - 1]; /* the output head runs on the last place */
     brasa_status st = m->arch->forward(&f);
     if (st != BRASA_OK)
         return st;
+    if (defer && c->role == CTX_LEAD) { /* in flight: the logits come with brasa_seq_decode_step_end */
+        for (int i = 0; i < n_segs; i++) {
+            c->seqs[seq[i]].n_past += (int32_t)len[i];
+            c->seqs[seq[i]].have_logits = false;
+        }
+        return BRASA_OK;
+    }
     if (hidden) {
         *hidden = f.hidden;
         for (int i = 0; i < n_segs && causal; i++)
@@ -702,7 +744,8 @@ brasa_status brasa_seq_decode(brasa_context *c, int32_t seq, const brasa_token *
     for (size_t done = 0; done < n;) {
         const int64_t chunk = (int64_t)(n - done < most ? n - done : most);
         const bool last = done + (size_t)chunk == n;
-        st = eval_batch(c, 1, &seq, &chunk, tokens + done, all_logits ? all_logits + done * (size_t)V : NULL, last, NULL, err);
+        st = eval_batch(c, 1, &seq, &chunk, tokens + done, all_logits ? all_logits + done * (size_t)V : NULL, last, NULL, false,
+                        err);
         if (st != BRASA_OK) {
             seq_rewind(c, sq, start); /* a failed decode leaves the cache as it was, where a ring allows */
             return st;
@@ -716,8 +759,8 @@ brasa_status brasa_decode(brasa_context *c, const brasa_token *tokens, size_t n,
     return brasa_seq_decode(c, 0, tokens, n, all_logits, err);
 }
 
-brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const brasa_token *tokens, size_t n,
-                                   brasa_error *err) {
+/* The checks of a decode step: n distinct sequences with room, valid tokens. */
+static brasa_status check_step(brasa_context *c, const int32_t *seqs, const brasa_token *tokens, size_t n, brasa_error *err) {
     if (!c || !seqs || !tokens || n == 0)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_decode_step: invalid arguments");
     brasa_status st = need_logits(c, err);
@@ -732,7 +775,19 @@ brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const 
         if (c->seqs[seqs[i]].n_past >= c->n_ctx)
             return err_set(err, BRASA_CONTEXT_FULL, "the context of sequence %d is full (%d tokens)", seqs[i], c->n_ctx);
     }
-    st = check_tokens(c, tokens, n, err);
+    for (int f = 0; f < c->n_flight; f++)
+        for (int i = 0; i < c->flight[f].n; i++)
+            for (size_t j = 0; j < n; j++)
+                if (c->flight[f].seqs[i] == seqs[j])
+                    return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "sequence %d has a step in flight", seqs[j]);
+    return check_tokens(c, tokens, n, err);
+}
+
+brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const brasa_token *tokens, size_t n,
+                                   brasa_error *err) {
+    brasa_status st = c ? land(c, err) : BRASA_OK;
+    if (st == BRASA_OK)
+        st = check_step(c, seqs, tokens, n, err);
     if (st != BRASA_OK)
         return st;
     /* batches small enough that every token's result is the one it gets alone */
@@ -742,11 +797,70 @@ brasa_status brasa_seq_decode_step(brasa_context *c, const int32_t *seqs, const 
     const size_t per = (size_t)c->n_batch < BK_BATCH_EXACT_MAX ? (size_t)c->n_batch : BK_BATCH_EXACT_MAX;
     for (size_t done = 0; done < n; done += per) {
         const int k = (int)(n - done < per ? n - done : per);
-        st = eval_batch(c, k, seqs + done, ones, tokens + done, NULL, true, NULL, err);
+        st = eval_batch(c, k, seqs + done, ones, tokens + done, NULL, true, NULL, false, err);
         if (st != BRASA_OK)
             return st; /* the sequences of earlier batches keep their token; this batch's have none */
     }
     return BRASA_OK;
+}
+
+brasa_status brasa_seq_decode_step_begin(brasa_context *c, const int32_t *seqs, const brasa_token *tokens, size_t n,
+                                         brasa_error *err) {
+    brasa_status st = check_step(c, seqs, tokens, n, err);
+    if (st != BRASA_OK)
+        return st;
+    if (c->n_flight == 2 || n > BK_BATCH_EXACT_MAX || n > (size_t)c->n_batch)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_decode_step_begin: %zu sequences with %d steps in flight "
+                       "(at most %d sequences, and two steps)", n, c->n_flight,
+                       c->n_batch < BK_BATCH_EXACT_MAX ? c->n_batch : BK_BATCH_EXACT_MAX);
+    int64_t ones[BK_BATCH_EXACT_MAX];
+    for (int i = 0; i < BK_BATCH_EXACT_MAX; i++)
+        ones[i] = 1;
+    const bool pipelined = c->role == CTX_LEAD;
+    st = eval_batch(c, (int)n, seqs, ones, tokens, NULL, true, NULL, pipelined, err);
+    if (st != BRASA_OK)
+        return st;
+    c->flight[c->n_flight].n = (int)n;
+    c->flight[c->n_flight].done = !pipelined;
+    memcpy(c->flight[c->n_flight].seqs, seqs, n * sizeof *seqs);
+    c->n_flight++;
+    return BRASA_OK;
+}
+
+/* The oldest step in flight: its rows back from the last process, the head here, the logits to its
+ * sequences. */
+static brasa_status end_step(brasa_context *c, brasa_error *err) {
+    const int n = c->flight[0].n;
+    int32_t seqs[BK_BATCH_EXACT_MAX];
+    memcpy(seqs, c->flight[0].seqs, (size_t)n * sizeof *seqs);
+    const bool done = c->flight[0].done;
+    c->n_flight--;
+    memmove(&c->flight[0], &c->flight[1], sizeof c->flight[0]);
+    if (done)
+        return BRASA_OK;
+    fwd_place places[FWD_PLACES_MAX];
+    fwd f;
+    start_pass(c, n, n, 0, places, &f, err);
+    f.place = c->n_places - 1;
+    f.dev = places[f.place].dev;
+    f.a = places[f.place].a;
+    const pipe_step step = { n, 0, n, NULL };
+    brasa_status st = pipe_rows_back(&step, f.a.x.data, f.a.x.row_bytes, err);
+    if (st == BRASA_OK)
+        st = fwd_output(&f);
+    const ctx_place *head = &c->places[c->n_places - 1];
+    for (int i = 0; i < n && st == BRASA_OK; i++) {
+        ctx_seq *sq = &c->seqs[seqs[i]];
+        st = head->acts.dev->ops->download(&f.logits, sq->last_logits, i, 1, err);
+        sq->have_logits = st == BRASA_OK;
+    }
+    return st;
+}
+
+brasa_status brasa_seq_decode_step_end(brasa_context *c, brasa_error *err) {
+    if (!c || c->n_flight == 0)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_seq_decode_step_end: no step in flight");
+    return end_step(c, err);
 }
 
 brasa_status ctx_check_tokens(const brasa_context *c, const brasa_token *tokens, size_t n, brasa_error *err) {
@@ -772,7 +886,7 @@ brasa_status ctx_eval_hidden(brasa_context *c, int n_segs, const int32_t *seq, c
     for (int i = 0; i < n_segs && !c->model->hp.bidirectional; i++)
         if (!seq_ok(c, seq[i]) || len[i] > c->n_ctx - c->seqs[seq[i]].n_past)
             return err_set(err, BRASA_ERR_INTERNAL, "a pass of %lld tokens past sequence %d's cache", (long long)len[i], seq[i]);
-    return eval_batch(c, n_segs, seq, len, tokens, NULL, false, hidden, err);
+    return eval_batch(c, n_segs, seq, len, tokens, NULL, false, hidden, false, err);
 }
 
 void brasa_context_memory_use(const brasa_context *c, brasa_context_memory *out) {

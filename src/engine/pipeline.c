@@ -290,8 +290,9 @@ static brasa_status stage_out(const pipe_step *s, const void *rows, size_t row_b
     }
     if (s->first >= s->n)
         return BRASA_OK;
-    return dist_send(0, DIST_TAG_ROWS, (const char *)rows + (size_t)s->first * row_bytes,
-                     (size_t)(s->n - s->first) * row_bytes, err);
+    /* without waiting for process 0 to take them: it may be sending this chain its next step */
+    return dist_send_nowait(0, DIST_TAG_ROWS, (const char *)rows + (size_t)s->first * row_bytes,
+                            (size_t)(s->n - s->first) * row_bytes, err);
 }
 
 /* Ends the group after an error in a step or a copy, which leaves the pipeline's state unknown. */

@@ -271,6 +271,87 @@ static void slot_sample(sched *s, int seq) {
     sl->has_next = true;
 }
 
+/* Decode rounds (a token for each of a group's slots) a pipeline of processes runs before the loop
+ * looks at its queue again, unless something needs it sooner (ring_must_stop). */
+#define RING_ROUNDS 32
+/* Slots per group of the pipelined decode: one step's most (brasa_seq_decode_step_begin). */
+#define RING_GROUP_MAX 15
+
+/* Whether the pipelined decode must hand back to the loop: a job waits for a slot or was
+ * cancelled, a prompt waits for its evaluation, or the server stops. */
+static bool ring_must_stop(sched *s) {
+    plat_mutex_lock(s->mu);
+    bool stop = s->queued > 0 || plat_atomic_load(&s->stopping);
+    for (int i = 0; i < s->cfg.n_slots && !stop; i++) {
+        const sched_job *j = s->slots[i].job;
+        stop = j && (j->cancelled || s->slots[i].prompt_done < j->n_prompt);
+    }
+    plat_mutex_unlock(s->mu);
+    return stop;
+}
+
+/* A pipeline of processes (brasa_group_start): the decoding slots in two groups, whose steps take
+ * turns, so that one is in the other processes while this one runs the other's first layers and
+ * head. Each group's slots decode on together until one of them ends, RING_ROUNDS tokens, or
+ * ring_must_stop; every step in flight is ended before this returns. Each sequence's logits are
+ * the ones it gets alone, as with brasa_seq_decode_step. */
+static void step_decode_ring(sched *s, const int32_t *seqs, const brasa_token *toks, size_t n) {
+    struct {
+        int32_t seqs[RING_GROUP_MAX];
+        brasa_token toks[RING_GROUP_MAX];
+        size_t n;
+    } g[2];
+    const size_t half = (n + 1) / 2;
+    g[0].n = half;
+    g[1].n = n - half;
+    memcpy(g[0].seqs, seqs, half * sizeof *seqs);
+    memcpy(g[0].toks, toks, half * sizeof *toks);
+    memcpy(g[1].seqs, seqs + half, (n - half) * sizeof *seqs);
+    memcpy(g[1].toks, toks + half, (n - half) * sizeof *toks);
+    int order[2], in_flight = 0, rounds = 0;
+    bool go = true;
+    brasa_error err;
+    for (int k = 0; k < 2; k++) {
+        if (brasa_seq_decode_step_begin(s->ctx, g[k].seqs, g[k].toks, g[k].n, &err) != BRASA_OK) {
+            for (size_t i = 0; i < g[k].n; i++)
+                slot_finish(s, &s->slots[g[k].seqs[i]], SCHED_FAILED, -1, err.message);
+            go = false;
+            continue;
+        }
+        order[in_flight++] = k;
+    }
+    while (in_flight > 0) {
+        const int k = order[0];
+        order[0] = order[1];
+        in_flight--;
+        if (brasa_seq_decode_step_end(s->ctx, &err) != BRASA_OK) {
+            for (size_t i = 0; i < g[k].n; i++)
+                slot_finish(s, &s->slots[g[k].seqs[i]], SCHED_FAILED, -1, err.message);
+            go = false;
+            continue;
+        }
+        for (size_t i = 0; i < g[k].n; i++)
+            slot_sample(s, g[k].seqs[i]);
+        wake_readers(s);
+        go = go && ++rounds < 2 * RING_ROUNDS && !ring_must_stop(s);
+        for (size_t i = 0; go && i < g[k].n; i++)
+            go = s->slots[g[k].seqs[i]].job && s->slots[g[k].seqs[i]].has_next;
+        if (!go)
+            continue; /* the slots keep their sampled tokens for the loop's next step */
+        for (size_t i = 0; i < g[k].n; i++) {
+            g[k].toks[i] = s->slots[g[k].seqs[i]].next;
+            s->slots[g[k].seqs[i]].has_next = false;
+        }
+        if (brasa_seq_decode_step_begin(s->ctx, g[k].seqs, g[k].toks, g[k].n, &err) != BRASA_OK) {
+            for (size_t i = 0; i < g[k].n; i++)
+                slot_finish(s, &s->slots[g[k].seqs[i]], SCHED_FAILED, -1, err.message);
+            go = false;
+            continue;
+        }
+        order[in_flight++] = k;
+    }
+}
+
 /* One batched decode step for every slot with a sampled token. */
 static void step_decode(sched *s) {
     int32_t seqs[256];
@@ -284,6 +365,10 @@ static void step_decode(sched *s) {
         }
     if (n == 0)
         return;
+    if (brasa_group_size() > 1 && n >= 2 && n <= 2 * RING_GROUP_MAX) {
+        step_decode_ring(s, seqs, toks, n);
+        return;
+    }
     brasa_error err;
     if (brasa_seq_decode_step(s->ctx, seqs, toks, n, &err) != BRASA_OK) {
         for (size_t k = 0; k < n; k++)
