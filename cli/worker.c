@@ -15,7 +15,7 @@ int cli_worker(int argc, char **argv) {
     signal(SIGTERM, SIG_IGN);
     const char *arg = NULL;
     for (int i = 1; i + 1 < argc && !arg; i++)
-        if (strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0)
+        if (argv[i] && (strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0))
             arg = argv[i + 1];
     char why[600] = "";
     brasa_model *m = NULL;

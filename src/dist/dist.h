@@ -22,7 +22,7 @@ brasa_status dist_start(brasa_error *err);
 void dist_stop(void);
 /* Ends every process of the group at once with status code, after an error that leaves the
  * pipeline's state unknown (a message this process cannot act on). */
-void dist_abort(int code);
+_Noreturn void dist_abort(int code);
 
 int dist_rank(void); /* 0 .. dist_size() - 1; 0 alone */
 int dist_size(void); /* 1 alone */

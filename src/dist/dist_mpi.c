@@ -96,7 +96,7 @@ void dist_stop(void) {
     group.size = 1;
 }
 
-void dist_abort(int code) {
+_Noreturn void dist_abort(int code) {
     if (group.started)
         MPI_Abort(MPI_COMM_WORLD, code);
     exit(code);

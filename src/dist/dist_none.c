@@ -33,7 +33,7 @@ brasa_status dist_start(brasa_error *err) {
 
 void dist_stop(void) {}
 
-void dist_abort(int code) {
+_Noreturn void dist_abort(int code) {
     exit(code);
 }
 

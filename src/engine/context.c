@@ -592,10 +592,10 @@ static brasa_status stage_out(fwd *f, void *user, bool *head_here) {
 }
 
 brasa_status ctx_stage_step(brasa_context *c, const pipe_step *s, const ctx_stage_io *io, brasa_error *err) {
-    if (c->role != CTX_STAGE || s->n < 1 || s->n > c->n_batch || s->n_segs < 1 || s->n_segs > s->n || s->first < 0 ||
+    if (!c || c->role != CTX_STAGE || s->n < 1 || s->n > c->n_batch || s->n_segs < 1 || s->n_segs > s->n || s->first < 0 ||
         s->first > s->n)
         return err_set(err, BRASA_ERR_INTERNAL, "a step of %lld tokens in %d runs for a stage of batch %d", (long long)s->n,
-                       s->n_segs, c->n_batch);
+                       s->n_segs, c ? c->n_batch : 0);
     int64_t n = 0;
     for (int i = 0; i < s->n_segs; i++) {
         const pipe_seg *g = &s->segs[i];

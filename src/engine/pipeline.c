@@ -4,6 +4,7 @@
  * processes' reports and the last one's rows go straight to process 0. */
 #include "engine/pipeline.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ typedef struct pipe_msg {
     int32_t n_ctx, n_batch, n_threads, n_seq, kv_type; /* CREATE: the context's params */
     pipe_plan plan;            /* CREATE */
 } pipe_msg;
+static_assert(sizeof(pipe_msg) % 8 == 0, "a step's runs follow its message aligned");
 
 /* What a process tells process 0: after opening the model (ok, its file and memory), and after
  * making its part of a context (ok, why). */
@@ -123,8 +125,8 @@ static void share_layers(const brasa_model *m, const double *share, double sum, 
 brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan *out, brasa_error *err) {
     const int n = dist_size();
     const int32_t L = m->hp.n_layer;
-    if (n > PIPE_PROCESSES_MAX)
-        return err_set(err, BRASA_ERR_UNSUPPORTED, "%d processes: a pipeline takes at most %d", n, PIPE_PROCESSES_MAX);
+    if (n < 2 || n > PIPE_PROCESSES_MAX)
+        return err_set(err, BRASA_ERR_UNSUPPORTED, "%d processes: a pipeline takes 2 to %d", n, PIPE_PROCESSES_MAX);
     if (n > L)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d processes for %d layers: each process needs a layer at least", n, (int)L);
     brasa_status st = hear_opened(err);
@@ -143,7 +145,7 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
                            r, host_of(r), (unsigned long long)o->file_size, (unsigned long long)size);
     }
     /* shares: by --split, else by each process's available memory (equal where one is unknown) */
-    double share[PIPE_PROCESSES_MAX], sum = 0.0;
+    double share[PIPE_PROCESSES_MAX] = { 0 }, sum = 0.0;
     if (split && *split) {
         st = parse_split(split, n, share, err);
         if (st != BRASA_OK)
@@ -296,7 +298,7 @@ static brasa_status stage_out(const pipe_step *s, const void *rows, size_t row_b
 }
 
 /* Ends the group after an error in a step or a copy, which leaves the pipeline's state unknown. */
-static void fail(const brasa_error *err) {
+static _Noreturn void fail(const brasa_error *err) {
     fprintf(stderr, "brasa: process %d (on %s): %s\n", dist_rank(), dist_host(), err->message);
     dist_abort(1);
 }
@@ -314,8 +316,12 @@ int pipe_worker_run(const brasa_model *m, const char *why) {
     if (dist_send(0, DIST_TAG_REPLY, &opened, sizeof opened, &err) != BRASA_OK)
         fail(&err);
     brasa_context *c = NULL;
-    char *buf = NULL;
-    size_t cap = 0;
+    size_t cap = sizeof(pipe_msg) + 64 * sizeof(pipe_seg);
+    char *buf = malloc(cap);
+    if (!buf) {
+        err_set(&err, BRASA_ERR_NO_MEMORY, "out of memory");
+        fail(&err);
+    }
     for (;;) {
         size_t bytes = 0;
         if (dist_peek(r - 1, DIST_TAG_CONTROL, &bytes, &err) != BRASA_OK)
@@ -407,17 +413,12 @@ int pipe_worker_run(const brasa_model *m, const char *why) {
                 err_set(&err, BRASA_ERR_INTERNAL, "a step before any context");
                 fail(&err);
             }
-            pipe_seg *segs = malloc((size_t)msg.n_segs * sizeof *segs);
-            if (!segs) {
-                err_set(&err, BRASA_ERR_NO_MEMORY, "out of memory");
-                fail(&err);
-            }
-            memcpy(segs, buf + sizeof msg, (size_t)msg.n_segs * sizeof *segs);
-            const pipe_step s = { msg.n, msg.first, msg.n_segs, segs };
+            /* the runs follow the message in the (allocated, so aligned) buffer; sizeof msg is a
+             * multiple of 8 */
+            const pipe_step s = { msg.n, msg.first, msg.n_segs, (const pipe_seg *)(const void *)(buf + sizeof msg) };
             stage_link link = { buf, bytes };
             const ctx_stage_io io = { stage_in, stage_out, &link };
             const brasa_status st = ctx_stage_step(c, &s, &io, &err);
-            free(segs);
             if (st != BRASA_OK)
                 fail(&err);
             break;

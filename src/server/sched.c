@@ -308,7 +308,7 @@ static void step_decode_ring(sched *s, const int32_t *seqs, const brasa_token *t
     memcpy(g[0].toks, toks, half * sizeof *toks);
     memcpy(g[1].seqs, seqs + half, (n - half) * sizeof *seqs);
     memcpy(g[1].toks, toks + half, (n - half) * sizeof *toks);
-    int order[2], in_flight = 0, rounds = 0;
+    int order[2] = { 0, 0 }, in_flight = 0, rounds = 0;
     bool go = true;
     brasa_error err;
     for (int k = 0; k < 2; k++) {
