@@ -29,6 +29,9 @@ static const char fit_usage[] =
     "  --threads N         CPU threads (their scratch; default: one per physical core)\n"
     "  --devices FILE      add devices from an INI file ([Name], kind, memory_gb, bandwidth_gbs, ...)\n"
     "  --compare           every device: fits or not, longest context, speeds, memory per price\n"
+    "  --hosts LIST        a pipeline over several machines (mpirun --host ...), each as fast as\n"
+    "                      --device with its own memory: NAME:MEMORY,... in GiB (a:128G,b:128G):\n"
+    "                      which layers go where, whether it fits, how fast\n"
     "  --json              machine-readable output; 'fits' is at the top level\n";
 
 bool cli_parse_f64(const char *s, double lo, double hi, double *out) {
@@ -208,6 +211,63 @@ static void json_plan(const fit_model *m, const devtab_device *d, const fit_resu
            r->decode_tps, r->decode_tps_full, r->prefill_tps, r->decode_eff, r->prefill_eff);
 }
 
+/* `fit --hosts`: the pipeline's plan, host by host. */
+static int plan_hosts(const fit_model *m, const devtab_device *d, const fit_request *req, const fit_host *hosts, int n, bool json) {
+    fit_hosts_result *r = malloc(sizeof *r);
+    brasa_error err;
+    if (!r)
+        return cli_fail("out of memory");
+    if (fit_plan_hosts(m, req, d, hosts, n, r, &err) != BRASA_OK) {
+        free(r);
+        return cli_fail("%s", err.message);
+    }
+    if (json) {
+        printf("{\"fits\": %s, \"model\": ", r->fits ? "true" : "false");
+        json_cstr(stdout, m->name);
+        printf(", \"n_layer\": %d, \"device\": ", m->hp.n_layer);
+        json_cstr(stdout, d->name);
+        printf(", \"context\": %d, \"parallel\": %d, \"hosts\": [", r->req.n_ctx, r->req.n_parallel);
+        for (int i = 0; i < n; i++) {
+            printf("%s{\"name\": ", i ? ", " : "");
+            json_cstr(stdout, hosts[i].name);
+            printf(", \"memory_bytes\": %.0f, \"first_layer\": %d, \"end_layer\": %d, \"weights_bytes\": %llu, "
+                   "\"kv_cache_bytes\": %llu, \"total_bytes\": %llu, \"usable_bytes\": %.0f, \"fits\": %s}",
+                   hosts[i].memory_gib * GIB, r->host[i].first, r->host[i].end, (unsigned long long)r->host[i].weights,
+                   (unsigned long long)r->host[i].kv, (unsigned long long)r->host[i].total, r->host[i].usable,
+                   r->host[i].fits ? "true" : "false");
+        }
+        printf("], \"speed\": {\"decode_tokens_per_second\": %.3f, \"prefill_tokens_per_second\": %.3f}}\n", r->decode_tps,
+               r->prefill_tps);
+    } else {
+        printf("model     %s (%s, %.2f B parameters, %d layers)\n", m->name[0] ? m->name : "(unnamed)", m->arch,
+               m->n_params / 1e9, m->hp.n_layer);
+        printf("pipeline  %d hosts, each as fast as %s; context %d tokens x %d sequence%s, KV cache %s\n\n", n, d->name,
+               r->req.n_ctx, r->req.n_parallel, r->req.n_parallel == 1 ? "" : "s", fit_kv_name(r->req.kv_type));
+        for (int i = 0; i < n; i++) {
+            printf("  %-12s layers %d-%d%s: ", hosts[i].name, r->host[i].first, r->host[i].end - 1,
+                   i == 0 ? " and the embeddings and head" : "");
+            cli_print_bytes(stdout, (double)r->host[i].total);
+            printf(" of ");
+            cli_print_bytes(stdout, r->host[i].usable);
+            printf(" usable (weights ");
+            cli_print_bytes(stdout, (double)r->host[i].weights);
+            printf(", KV ");
+            cli_print_bytes(stdout, (double)r->host[i].kv);
+            printf("): %s\n", r->host[i].fits ? "fits" : "does NOT fit");
+        }
+        printf("\n%s; expected speed: decode %.1f tokens/s, prefill %.0f tokens/s (the links not counted)\n",
+               r->fits ? "fits" : "does NOT fit", r->decode_tps, r->prefill_tps);
+        if (r->fits) {
+            printf("run it: mpirun --host ");
+            for (int i = 0; i < n; i++)
+                printf("%s%s", i ? "," : "", hosts[i].name);
+            printf(" -n %d brasa serve -m MODEL (the same file on every host)\n", n);
+        }
+    }
+    free(r);
+    return CLI_OK; /* "does not fit" is the answer, not a failure (as for one device) */
+}
+
 fit_kv_type cli_default_kv(const devtab_device *d, int kv_choice) {
     if (kv_choice >= 0)
         return (fit_kv_type)kv_choice;
@@ -328,6 +388,8 @@ int cmd_fit(int argc, char **argv) {
     bool json = false, want_compare = false;
     int kv_choice = -1;
     fit_request req = { 0, 1, FIT_KV_F32, 0 };
+    fit_host hosts[FIT_HOSTS_MAX];
+    int n_hosts = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -349,6 +411,10 @@ int cmd_fit(int argc, char **argv) {
             active = argv[++i];
         } else if (strcmp(a, "--device") == 0) {
             device = argv[++i];
+        } else if (strcmp(a, "--hosts") == 0) {
+            char why[200];
+            if (!fit_parse_hosts(argv[++i], hosts, &n_hosts, why, sizeof why))
+                return cli_usage_error("fit", fit_usage, "--hosts '%s': %s", argv[i], why);
         } else if (strcmp(a, "--devices") == 0) {
             devices_file = argv[++i];
         } else if (strcmp(a, "--kv-type") == 0) {
@@ -391,6 +457,14 @@ int cmd_fit(int argc, char **argv) {
     }
     if (want_compare) {
         rc = compare(m, t, &req, kv_choice, json);
+    } else if (n_hosts > 0) {
+        devtab_device d;
+        if (!cli_pick_device(t, device, &d)) {
+            rc = CLI_FAILED;
+        } else {
+            req.kv_type = cli_default_kv(&d, kv_choice);
+            rc = plan_hosts(m, &d, &req, hosts, n_hosts, json);
+        }
     } else {
         devtab_device d;
         fit_result r;

@@ -97,20 +97,19 @@ static brasa_status parse_split(const char *split, int n, double *share, brasa_e
     return BRASA_OK;
 }
 
-/* Layers in order: process r's part ends where the bytes so far (process 0's starting at head)
- * pass its cumulative share; each keeps one layer at least. */
-static void share_layers(const brasa_model *m, const double *share, double sum, uint64_t head, pipe_plan *out) {
+void pipe_share_layers(const uint64_t *layer_bytes, int32_t n_layer, uint64_t head, const double *share, pipe_plan *out) {
     const int n = out->n;
-    const int32_t L = m->hp.n_layer;
-    const arch_weights *w = &m->weights;
-    double total = (double)head, done = (double)head;
+    const int32_t L = n_layer;
+    double total = (double)head, done = (double)head, sum = 0.0;
     for (int32_t il = 0; il < L; il++)
-        total += (double)arch_layer_bytes(&w->layers[il]);
+        total += (double)layer_bytes[il];
+    for (int r = 0; r < n; r++)
+        sum += share[r];
     int r = 0;
     double until = total * share[0] / sum;
     out->first[0] = 0;
     for (int32_t il = 0; il < L; il++) {
-        const double b = (double)arch_layer_bytes(&w->layers[il]);
+        const double b = (double)layer_bytes[il];
         if (r + 1 < n && il > out->first[r] && (L - il <= n - 1 - r || done + b / 2 > until)) {
             out->end[r] = il;
             r++;
@@ -145,7 +144,7 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
                            r, host_of(r), (unsigned long long)o->file_size, (unsigned long long)size);
     }
     /* shares: by --split, else by each process's available memory (equal where one is unknown) */
-    double share[PIPE_PROCESSES_MAX] = { 0 }, sum = 0.0;
+    double share[PIPE_PROCESSES_MAX] = { 0 };
     if (split && *split) {
         st = parse_split(split, n, share, err);
         if (st != BRASA_OK)
@@ -158,10 +157,11 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
         for (int r = 0; r < n; r++)
             share[r] = !known ? 1.0 : (double)(r == 0 ? own_memory : lead.opened[r].memory);
     }
-    for (int r = 0; r < n; r++)
-        sum += share[r];
     out->n = n;
     const arch_weights *w = &m->weights;
+    uint64_t layer_bytes[ARCH_MAX_LAYERS];
+    for (int32_t il = 0; il < L && il < ARCH_MAX_LAYERS; il++)
+        layer_bytes[il] = arch_layer_bytes(&w->layers[il]);
     uint64_t head = bk_bytes(&w->tok_embd) + bk_bytes(&w->output_norm);
     if (w->output.data != w->tok_embd.data)
         head += bk_bytes(&w->output);
@@ -171,7 +171,7 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
     /* the layers' bytes shared out, so that equal shares run equal work; where process 0 then
      * lacks the memory for its part and the head, the head counts in its share */
     for (int with_head = 0; with_head < 2; with_head++) {
-        share_layers(m, share, sum, with_head ? head : 0, out);
+        pipe_share_layers(layer_bytes, L, with_head ? head : 0, share, out);
         int r = 0;
         uint64_t bytes = 0;
         for (; r < n; r++) {

@@ -41,6 +41,12 @@ typedef struct pipe_step {
     const pipe_seg *segs;
 } pipe_step;
 
+/* The split rule, one for the engine and for `brasa fit --hosts`: the layers in order over
+ * out->n processes, process r's part ending where the bytes so far (process 0's counted from
+ * head, the embeddings and output it holds, which may be 0) pass its cumulative share of
+ * share[0..n); each keeps one layer at least (n <= n_layer). */
+void pipe_share_layers(const uint64_t *layer_bytes, int32_t n_layer, uint64_t head, const double *share, pipe_plan *out);
+
 /* Whether this process is one of several running one model. */
 bool pipe_active(void);
 

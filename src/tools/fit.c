@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "engine/layout.h"
+#include "engine/pipeline.h"
 #include "gguf/gguf.h"
 #include "platform/platform.h"
 #include "quant/quant.h"
@@ -350,5 +351,121 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
     const double dev_share = d->kind == DEVTAB_GPU ? (L > 0 ? (double)out->gpu_layers / L : 0) : 1.0;
     const double t_prefill = flops * dev_share / (dev_ops > 0 ? dev_ops : 1) + flops * (1 - dev_share) / host_ops;
     out->prefill_tps = t_prefill > 0 ? 1.0 / t_prefill : 0;
+    return BRASA_OK;
+}
+
+bool fit_parse_hosts(const char *s, fit_host *hosts, int *n, char *why, size_t why_size) {
+    *n = 0;
+    for (const char *p = s; *p;) {
+        const char *colon = strchr(p, ':'), *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        if (!colon || colon > end || colon == p || (size_t)(colon - p) >= sizeof hosts[0].name) {
+            snprintf(why, why_size, "each host is NAME:MEMORY, e.g. boxa:128G (at most %zu characters of name)",
+                     sizeof hosts[0].name - 1);
+            return false;
+        }
+        if (*n == FIT_HOSTS_MAX) {
+            snprintf(why, why_size, "at most %d hosts", FIT_HOSTS_MAX);
+            return false;
+        }
+        char num[32];
+        const size_t len = (size_t)(end - colon - 1);
+        if (len == 0 || len >= sizeof num) {
+            snprintf(why, why_size, "'%.*s': the memory is a number of GiB such as 128G", (int)(end - p), p);
+            return false;
+        }
+        memcpy(num, colon + 1, len);
+        num[len] = '\0';
+        char *unit;
+        double v = strtod(num, &unit);
+        const double scale = strcmp(unit, "G") == 0 || strcmp(unit, "GB") == 0 || strcmp(unit, "GiB") == 0 ? 1.0
+                             : strcmp(unit, "T") == 0 || strcmp(unit, "TB") == 0 || strcmp(unit, "TiB") == 0 ? 1024.0
+                                                                                                               : 0.0;
+        if (unit == num || scale == 0.0 || !(v > 0.0) || v * scale > 1e6) {
+            snprintf(why, why_size, "'%.*s': the memory is a number of GiB such as 128G (or T for TiB)", (int)(end - p), p);
+            return false;
+        }
+        fit_host *h = &hosts[(*n)++];
+        memcpy(h->name, p, (size_t)(colon - p));
+        h->name[colon - p] = '\0';
+        h->memory_gib = v * scale;
+        p = comma ? comma + 1 : end;
+    }
+    if (*n == 0) {
+        snprintf(why, why_size, "no hosts: NAME:MEMORY,NAME:MEMORY");
+        return false;
+    }
+    return true;
+}
+
+/* One try of the hosts' plan: the split with head counted (or not) in the first host's share. */
+static void hosts_try(const fit_model *m, const fit_request *r, const sizes *sz, const devtab_device *d, const fit_host *hosts,
+                      int n, uint64_t head, fit_hosts_result *out) {
+    double share[FIT_HOSTS_MAX] = { 0 };
+    for (int i = 0; i < n; i++)
+        share[i] = hosts[i].memory_gib;
+    pipe_plan plan = { .n = n };
+    pipe_share_layers(m->layer_bytes, m->hp.n_layer, head, share, &plan);
+    out->fits = true;
+    for (int i = 0; i < n; i++) {
+        devtab_device dh = *d;
+        dh.memory_gib = hosts[i].memory_gib;
+        dh.available_gib = 0;
+        out->host[i].first = plan.first[i];
+        out->host[i].end = plan.end[i];
+        out->host[i].weights = i == 0 ? m->head_bytes + m->embd_bytes : 0;
+        out->host[i].kv = 0;
+        for (int32_t il = plan.first[i]; il < plan.end[i]; il++) {
+            out->host[i].weights += m->layer_bytes[il];
+            out->host[i].kv += kv_layer_bytes(m, il, r->n_ctx, sz->n_batch, r->kv_type) * (uint64_t)r->n_parallel;
+        }
+        out->host[i].total = out->host[i].weights + out->host[i].kv + sz->compute + sz->overhead;
+        out->host[i].usable = devtab_usable_bytes(&dh);
+        out->host[i].fits = (double)out->host[i].total <= out->host[i].usable;
+        out->fits = out->fits && out->host[i].fits;
+    }
+}
+
+brasa_status fit_plan_hosts(const fit_model *m, const fit_request *req, const devtab_device *d, const fit_host *hosts, int n,
+                            fit_hosts_result *out, brasa_error *err) {
+    memset(out, 0, sizeof *out);
+    if (n < 1 || n > FIT_HOSTS_MAX || n > m->hp.n_layer)
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d hosts for %d layers: each host needs a layer at least", n,
+                       m->hp.n_layer);
+    fit_request r = *req;
+    if (r.n_parallel <= 0)
+        r.n_parallel = 1;
+    if (r.n_threads <= 0)
+        r.n_threads = plat_physical_cores();
+    sizes sz;
+    if (!size_at(m, &r, r.n_ctx, d, &sz, err))
+        return err->status;
+    if (r.n_ctx == 0)
+        r.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < LAYOUT_DEFAULT_MAX_CTX ? m->hp.n_ctx_train : LAYOUT_DEFAULT_MAX_CTX;
+    out->req = r;
+    out->n = n;
+    /* as the engine: equal memory, equal layers; the head counted when the first host lacks room */
+    hosts_try(m, &r, &sz, d, hosts, n, 0, out);
+    if (!out->host[0].fits)
+        hosts_try(m, &r, &sz, d, hosts, n, m->head_bytes + m->embd_bytes, out);
+    /* speed: a token reads each host's layers (the first host's head too) at that host's bandwidth,
+     * one host after another; a prompt's steps keep every host busy, so the slowest sets the pace */
+    const double bw = d->bandwidth_gbs * 1e9 * (d->kind == DEVTAB_CPU ? DECODE_EFF_CPU : DECODE_EFF_GPU);
+    const double eff = d->prefill_eff > 0 ? d->prefill_eff : d->kind == DEVTAB_CPU ? PREFILL_EFF_CPU : PREFILL_EFF_GPU;
+    const double ops = d->tflops * 1e12 * eff;
+    double active = 0, t_decode = 0, t_slowest = 0;
+    for (int32_t il = 0; il < m->hp.n_layer; il++)
+        active += (double)m->layer_active[il];
+    const double head_read = (double)m->bytes_per_token - active;
+    for (int i = 0; i < n; i++) {
+        double read = i == 0 && head_read > 0 ? head_read : 0;
+        for (int32_t il = out->host[i].first; il < out->host[i].end; il++)
+            read += (double)m->layer_active[il];
+        t_decode += read / bw;
+        const double t_prefill = active > 0 ? 2.0 * m->n_params_active * (read / (double)m->bytes_per_token) / ops : 0;
+        t_slowest = t_prefill > t_slowest ? t_prefill : t_slowest;
+    }
+    out->decode_tps = t_decode > 0 ? 1.0 / t_decode : 0;
+    out->prefill_tps = t_slowest > 0 ? 1.0 / t_slowest : 0;
     return BRASA_OK;
 }

@@ -75,6 +75,37 @@ const char *fit_kv_name(fit_kv_type kv);
 brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_device *d, fit_result *out,
                       brasa_error *err);
 
+/* A host of a pipeline over several machines (mpirun --host a,b brasa ...: engine/pipeline.h). */
+typedef struct fit_host {
+    char name[64];
+    double memory_gib;
+} fit_host;
+#define FIT_HOSTS_MAX 64
+
+typedef struct fit_hosts_result {
+    fit_request req; /* with defaults resolved */
+    int n;
+    struct {
+        int32_t first, end;     /* its layers */
+        uint64_t weights, kv;   /* its layers' (and on the first host the head's) weights, their KV cache */
+        uint64_t total;         /* with its buffers and runtime */
+        double usable;
+        bool fits;
+    } host[FIT_HOSTS_MAX];
+    bool fits;              /* on every host */
+    double decode_tps;      /* a token passes every host in turn (short context; the links not counted) */
+    double prefill_tps;     /* a prompt's steps flow through all at once: the slowest host's rate */
+} fit_hosts_result;
+
+/* The model as a pipeline over n hosts, each as fast as device d with its own memory: the layers
+ * shared as the engine shares them (pipe_share_layers, by memory; the head counted in the first
+ * host's share where it would not fit otherwise), each host's weights, KV cache, buffers and
+ * runtime against its usable memory, and the speeds. */
+brasa_status fit_plan_hosts(const fit_model *m, const fit_request *req, const devtab_device *d, const fit_host *hosts, int n,
+                            fit_hosts_result *out, brasa_error *err);
+/* Parses "a:128G,b:96G" (G: GiB, T: TiB) into at most FIT_HOSTS_MAX hosts; false after writing why. */
+bool fit_parse_hosts(const char *s, fit_host *hosts, int *n, char *why, size_t why_size);
+
 /* Parses "120B", "7b", "1.5B", "270M", "8e9" into a count; false when it is not one. */
 bool fit_parse_count(const char *s, double *out);
 

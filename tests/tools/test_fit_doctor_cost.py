@@ -498,6 +498,55 @@ def check_bad_fit_input(a, tmp, model):
     expect("a missing devices file fails clearly", r.returncode == 1 and "cannot open" in r.stderr)
 
 
+def check_hosts(a, model):
+    """fit --hosts: the layers in contiguous ranges over the hosts by their memory, every tensor's
+    bytes on exactly one host (the gguf package's sum), a host too small says so; bad lists are
+    usage errors."""
+    import gguf
+    reader = gguf.GGUFReader(model)
+    total = sum(int(t.n_bytes) for t in reader.tensors)
+    layer = {}
+    for t in reader.tensors:
+        if t.name.startswith("blk."):
+            il = int(t.name.split(".")[1])
+            layer[il] = layer.get(il, 0) + int(t.n_bytes)
+    n_layer = len(layer)
+    base = [a.brasa, "fit", model, "--device", "cpu", "--ctx", "512", "--json"]
+    for hosts, shares in (("a:64G,b:64G", (1, 1)), ("a:96G,b:32G", (3, 1)), ("a:40G,b:40G,c:40G", (1, 1, 1))):
+        doc = run_json(f"fit --hosts {hosts}", base + ["--hosts", hosts])
+        if not doc:
+            continue
+        hs = doc["hosts"]
+        ranges = [(h["first_layer"], h["end_layer"]) for h in hs]
+        expect(f"fit --hosts {hosts}: contiguous ranges over all {n_layer} layers", ranges[0][0] == 0 and
+               ranges[-1][1] == n_layer and all(ranges[i][1] == ranges[i + 1][0] for i in range(len(ranges) - 1)) and
+               all(f < e for f, e in ranges), str(ranges))
+        expect(f"fit --hosts {hosts}: every tensor's bytes on one host", sum(h["weights_bytes"] for h in hs) == total,
+               f"{sum(h['weights_bytes'] for h in hs)} vs {total}")
+        # each host's share of the layers' bytes within a layer of its share of the memory
+        layers_total = sum(layer.values())
+        biggest = max(layer.values())
+        for h, share in zip(hs, shares):
+            got = sum(layer[il] for il in range(h["first_layer"], h["end_layer"]))
+            want = layers_total * share / sum(shares)
+            expect(f"fit --hosts {hosts}: {h['name']} holds its share of the layers", abs(got - want) <= biggest,
+                   f"{got} vs {want:.0f} (a layer is {biggest})")
+        expect(f"fit --hosts {hosts}: fits", doc["fits"] and all(h["fits"] for h in hs), str(hs))
+        expect(f"fit --hosts {hosts}: speeds", doc["speed"]["decode_tokens_per_second"] > 0 and
+               doc["speed"]["prefill_tokens_per_second"] > 0, str(doc["speed"]))
+    doc = run_json("fit --hosts with a host too small", base + ["--hosts", "a:64G,b:0.01G"])
+    if doc:
+        expect("fit --hosts with a host too small: does not fit, that host named", not doc["fits"] and
+               not doc["hosts"][1]["fits"], str(doc["hosts"]))
+    r = run([a.brasa, "fit", model, "--device", "cpu", "--hosts", "a:64G,b:64G"])
+    expect("fit --hosts in words: the command to run it", r.returncode == 0 and "mpirun --host a,b -n 2" in r.stdout,
+           r.stdout[-400:] + r.stderr[-300:])
+    for bad in ("a", "a:", "a:12X", ":5G", "a:0G", "a:5G,,b:5G"):
+        r = run([a.brasa_checked, "fit", model, "--hosts", bad])
+        expect(f"fit --hosts '{bad}': a usage error naming --hosts", r.returncode == 2 and "--hosts" in r.stderr,
+               f"rc {r.returncode}: {r.stderr[-300:]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for opt in ("--brasa", "--brasa-checked", "--kv-alloc", "--fake-cuda", "--fake-hip"):
@@ -520,6 +569,7 @@ def main():
         check_doctor(a, tmp)
         check_cost(a, tmp)
         check_bad_fit_input(a, tmp, a.model[0])
+        check_hosts(a, a.model[-1])
     return CHECKS.finish()
 
 
