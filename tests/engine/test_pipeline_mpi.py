@@ -7,7 +7,10 @@
   stream) as one process does;
 - a process killed in the middle of a stream: the client gets an error, mpirun ends non-zero within
   10 s, and no process is left;
-- another process's model file differs, or is missing: a clear error naming it, non-zero status.
+- another process's model file differs, or is missing: a clear error naming it, non-zero status;
+- two "hosts" (network namespaces joined by a veth pair; as root, where `ip netns` works): Open
+  MPI's TCP transport between them, the second host's processes started inside its namespace by a
+  launcher agent in place of ssh; the same logits as one process, and bench's figures over it.
 
 Usage: test_pipeline_mpi.py --brasa BRASA --logits-dump LOGITS_DUMP --model GGUF [--model ...]
 """
@@ -218,6 +221,70 @@ def check_mismatch(a, models):
            "x.gguf" in p.stderr, p.stderr[-600:])
 
 
+AGENT = """#!/bin/sh
+# Open MPI's remote launcher here: "[options] HOST COMMAND..." runs COMMAND in HOST's namespace
+while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do shift; done
+host="$1"; shift
+case "$host" in
+%s
+  *) echo "no namespace for $host" >&2; exit 1 ;;
+esac
+exec ip netns exec "$ns" sh -c "$*"
+"""
+
+
+def check_two_hosts(a, models, work):
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        print("two hosts skipped: network namespaces need root and iproute2")
+        return
+    tag = f"bp{os.getpid() % 100000}"
+    net = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
+    hosts = [(f"{tag}a", f"{net}.1", f"{tag}x"), (f"{tag}b", f"{net}.2", f"{tag}y")]
+    setup = [["ip", "netns", "add", hosts[0][0]], ["ip", "netns", "add", hosts[1][0]],
+             ["ip", "link", "add", hosts[0][2], "type", "veth", "peer", "name", hosts[1][2]]]
+    for ns, addr, dev in hosts:
+        setup += [["ip", "link", "set", dev, "netns", ns], ["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev],
+                  ["ip", "-n", ns, "link", "set", dev, "up"], ["ip", "-n", ns, "link", "set", "lo", "up"]]
+    try:
+        for cmd in setup:
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                print(f"two hosts skipped: {' '.join(cmd)}: {p.stderr.strip()}")
+                return
+        agent = os.path.join(work, "netns-agent")
+        with open(agent, "w") as f:
+            f.write(AGENT % "\n".join(f"  {addr}) ns={ns} ;;" for ns, addr, _ in hosts))
+        os.chmod(agent, 0o755)
+        # --bind-to none: each "host" thinks it owns every core, and would pin its process to the same one
+        launcher = ["ip", "netns", "exec", hosts[0][0], "mpirun", "--bind-to", "none", "--host", f"{hosts[0][1]},{hosts[1][1]}",
+                    "-n", "2",
+                    "--mca", "plm_rsh_agent", agent, "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", f"{net}.0/24",
+                    "--mca", "oob_tcp_if_include", f"{net}.0/24"]
+        for m in models[:2]:
+            base = os.path.basename(m)
+            one, one_tokens = dump(a, m, work, f"{base}.one-host", batch=512)
+            two, tokens = dump(a, m, work, f"{base}.two-hosts", launcher=launcher)
+            if one is not None and two is not None:
+                expect(f"{base}: two hosts over TCP give one process's logits bit for bit", two == one, "")
+                expect(f"{base}: two hosts over TCP give one process's greedy tokens", tokens == one_tokens,
+                       f"{tokens} vs {one_tokens}")
+        with tempfile.TemporaryDirectory(prefix="brasa-pipe-cache-") as cache:
+            p = subprocess.run([*launcher, a.brasa, "bench", "-m", models[0], "-p", "64", "-n", "8", "-r", "1", "-t", "1",
+                                "--json"], capture_output=True, text=True, timeout=600, env=dict(env(), BRASA_CACHE_DIR=cache))
+        try:
+            doc = json.loads(p.stdout)
+            link = doc["pipeline"]["link_round_trip_seconds"]
+            expect("bench over two hosts reports the link", link["one_row"] > 0, str(link))
+            speeds = ", ".join(f"{r['test']} {r['tokens_per_second']['mean']:.1f} tokens/s" for r in doc["results"])
+            print(f"two hosts: bench {speeds}; link round trip {link['one_row'] * 1e6:.0f} us a row, "
+                  f"{link['rows_of_64'] * 1e3:.2f} ms 64 rows")
+        except (ValueError, KeyError) as e:
+            expect("bench over two hosts", False, f"{e}: {p.stdout[-400:]} {p.stderr[-400:]}")
+    finally:
+        for ns, _, _ in hosts:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--brasa", required=True)
@@ -243,6 +310,7 @@ def main():
         check_run_and_bench(a, models[0])
         check_server(a, models[-1], work)
         check_mismatch(a, models)
+        check_two_hosts(a, models, work)
     return CHECKS.finish()
 
 
