@@ -51,6 +51,7 @@ set(BRASA_LIB_SOURCES
   src/engine/offload.c
   src/engine/context.c
   src/engine/pipeline.c
+  src/dist/dist_launch.c
   src/engine/embed.c
   src/engine/sampler.c
   src/engine/constraint.c

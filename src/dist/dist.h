@@ -13,6 +13,9 @@
 
 /* Whether this build can run across processes. */
 bool dist_available(void);
+/* The number of processes a launcher started, from the variables Open MPI, MPICH/Intel MPI/MS-MPI
+ * and PMIx set (0 when none is set: a process started alone). dist_launch.c, for both builds. */
+long dist_launched_size(void);
 
 /* Joins the group when an MPI launcher started this process among several (its environment says
  * so); a process started alone stays a group of one. An error when a launcher started several

@@ -51,20 +51,8 @@ bool dist_available(void) {
     return true;
 }
 
-/* The number of processes a launcher started, from the variables Open MPI, MPICH/Intel MPI/MS-MPI
- * and PMIx set (0 when none is set). */
-static long launched_size(void) {
-    static const char *const names[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v)
-            return strtol(v, NULL, 10);
-    }
-    return 0;
-}
-
 brasa_status dist_start(brasa_error *err) {
-    if (group.started || launched_size() <= 1)
+    if (group.started || dist_launched_size() <= 1)
         return BRASA_OK;
     int provided = 0;
 #ifndef _WIN32
@@ -131,23 +119,27 @@ static brasa_status check_peer(int peer, brasa_error *err) {
     return BRASA_OK;
 }
 
-brasa_status dist_send(int to, dist_tag tag, const void *data, size_t bytes, brasa_error *err) {
+/* A send of bytes to `to` is possible. */
+static brasa_status check_send(int to, size_t bytes, brasa_error *err) {
     brasa_status st = check_peer(to, err);
+    if (st == BRASA_OK && bytes > INT_MAX)
+        st = err_set(err, BRASA_ERR_INTERNAL, "a message of %zu bytes is more than MPI sends at once", bytes);
+    return st;
+}
+
+brasa_status dist_send(int to, dist_tag tag, const void *data, size_t bytes, brasa_error *err) {
+    brasa_status st = check_send(to, bytes, err);
     if (st != BRASA_OK)
         return st;
-    if (bytes > INT_MAX)
-        return err_set(err, BRASA_ERR_INTERNAL, "a message of %zu bytes is more than MPI sends at once", bytes);
     if (MPI_Send(data, (int)bytes, MPI_BYTE, to, (int)tag, MPI_COMM_WORLD) != MPI_SUCCESS)
         return err_set(err, BRASA_ERR_IO, "sending %zu bytes to process %d failed", bytes, to);
     return BRASA_OK;
 }
 
 brasa_status dist_send_nowait(int to, dist_tag tag, const void *data, size_t bytes, brasa_error *err) {
-    brasa_status st = check_peer(to, err);
+    brasa_status st = check_send(to, bytes, err);
     if (st != BRASA_OK)
         return st;
-    if (bytes > INT_MAX)
-        return err_set(err, BRASA_ERR_INTERNAL, "a message of %zu bytes is more than MPI sends at once", bytes);
     if (group.n_sends == DIST_SENDS_IN_FLIGHT && (st = finish_oldest_send(err)) != BRASA_OK)
         return st;
     pending_send *s = &group.sends[group.n_sends];

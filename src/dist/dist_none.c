@@ -11,23 +11,11 @@ bool dist_available(void) {
     return false;
 }
 
-/* The number of processes a launcher started, from the variables Open MPI, MPICH/Intel MPI/MS-MPI
- * and PMIx set (0 when none is set). */
-static long launched_size(void) {
-    static const char *const names[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v)
-            return strtol(v, NULL, 10);
-    }
-    return 0;
-}
-
 brasa_status dist_start(brasa_error *err) {
-    if (launched_size() > 1)
+    if (dist_launched_size() > 1)
         return err_set(err, BRASA_ERR_UNSUPPORTED, "started as one of %ld processes, but this brasa was built without MPI: "
                        "install Open MPI (Debian: apt-get install libopenmpi-dev openmpi-bin) and build again",
-                       launched_size());
+                       dist_launched_size());
     return BRASA_OK;
 }
 

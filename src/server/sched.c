@@ -290,6 +290,12 @@ static bool ring_must_stop(sched *s) {
     return stop;
 }
 
+/* Ends the slots of a step that failed. */
+static void fail_slots(sched *s, const int32_t *seqs, size_t n, const char *why) {
+    for (size_t i = 0; i < n; i++)
+        slot_finish(s, &s->slots[seqs[i]], SCHED_FAILED, -1, why);
+}
+
 /* A pipeline of processes (brasa_group_start): the decoding slots in two groups, whose steps take
  * turns, so that one is in the other processes while this one runs the other's first layers and
  * head. Each group's slots decode on together until one of them ends, RING_ROUNDS tokens, or
@@ -313,8 +319,7 @@ static void step_decode_ring(sched *s, const int32_t *seqs, const brasa_token *t
     brasa_error err;
     for (int k = 0; k < 2; k++) {
         if (brasa_seq_decode_step_begin(s->ctx, g[k].seqs, g[k].toks, g[k].n, &err) != BRASA_OK) {
-            for (size_t i = 0; i < g[k].n; i++)
-                slot_finish(s, &s->slots[g[k].seqs[i]], SCHED_FAILED, -1, err.message);
+            fail_slots(s, g[k].seqs, g[k].n, err.message);
             go = false;
             continue;
         }
@@ -325,8 +330,7 @@ static void step_decode_ring(sched *s, const int32_t *seqs, const brasa_token *t
         order[0] = order[1];
         in_flight--;
         if (brasa_seq_decode_step_end(s->ctx, &err) != BRASA_OK) {
-            for (size_t i = 0; i < g[k].n; i++)
-                slot_finish(s, &s->slots[g[k].seqs[i]], SCHED_FAILED, -1, err.message);
+            fail_slots(s, g[k].seqs, g[k].n, err.message);
             go = false;
             continue;
         }
@@ -343,8 +347,7 @@ static void step_decode_ring(sched *s, const int32_t *seqs, const brasa_token *t
             s->slots[g[k].seqs[i]].has_next = false;
         }
         if (brasa_seq_decode_step_begin(s->ctx, g[k].seqs, g[k].toks, g[k].n, &err) != BRASA_OK) {
-            for (size_t i = 0; i < g[k].n; i++)
-                slot_finish(s, &s->slots[g[k].seqs[i]], SCHED_FAILED, -1, err.message);
+            fail_slots(s, g[k].seqs, g[k].n, err.message);
             go = false;
             continue;
         }

@@ -251,21 +251,32 @@ static bool size_at(const fit_model *m, const fit_request *r, int32_t n_ctx, con
     return true;
 }
 
+/* req with its defaults resolved into r, and the sizes at its context. */
+static bool resolve(const fit_model *m, const fit_request *req, const devtab_device *d, fit_request *r, sizes *sz,
+                    brasa_error *err) {
+    *r = *req;
+    if (r->n_parallel <= 0)
+        r->n_parallel = 1;
+    if (r->n_threads <= 0) /* once here, not in each of the plans a bisection makes */
+        r->n_threads = plat_physical_cores();
+    if (r->n_ctx < 0 || r->n_ctx > (1 << 22)) {
+        err_set(err, BRASA_ERR_INVALID_ARGUMENT, "--ctx must be between 1 and %d", 1 << 22);
+        return false;
+    }
+    if (!size_at(m, r, r->n_ctx, d, sz, err))
+        return false;
+    if (r->n_ctx == 0)
+        r->n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < LAYOUT_DEFAULT_MAX_CTX ? m->hp.n_ctx_train : LAYOUT_DEFAULT_MAX_CTX;
+    return true;
+}
+
 brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_device *d, fit_result *out,
                       brasa_error *err) {
     memset(out, 0, sizeof *out);
-    fit_request r = *req;
-    if (r.n_parallel <= 0)
-        r.n_parallel = 1;
-    if (r.n_threads <= 0) /* once here, not in each of the plans the bisection below makes */
-        r.n_threads = plat_physical_cores();
-    if (r.n_ctx < 0 || r.n_ctx > (1 << 22))
-        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "--ctx must be between 1 and %d", 1 << 22);
+    fit_request r;
     sizes sz;
-    if (!size_at(m, &r, r.n_ctx, d, &sz, err))
+    if (!resolve(m, req, d, &r, &sz, err))
         return err->status;
-    if (r.n_ctx == 0)
-        r.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < LAYOUT_DEFAULT_MAX_CTX ? m->hp.n_ctx_train : LAYOUT_DEFAULT_MAX_CTX;
     out->req = r;
     out->weights = m->weight_bytes - (m->embd_separate ? m->embd_bytes : 0);
     out->kv = sz.kv;
@@ -432,16 +443,10 @@ brasa_status fit_plan_hosts(const fit_model *m, const fit_request *req, const de
     if (n < 1 || n > FIT_HOSTS_MAX || n > m->hp.n_layer)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "%d hosts for %d layers: each host needs a layer at least", n,
                        m->hp.n_layer);
-    fit_request r = *req;
-    if (r.n_parallel <= 0)
-        r.n_parallel = 1;
-    if (r.n_threads <= 0)
-        r.n_threads = plat_physical_cores();
+    fit_request r;
     sizes sz;
-    if (!size_at(m, &r, r.n_ctx, d, &sz, err))
+    if (!resolve(m, req, d, &r, &sz, err))
         return err->status;
-    if (r.n_ctx == 0)
-        r.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < LAYOUT_DEFAULT_MAX_CTX ? m->hp.n_ctx_train : LAYOUT_DEFAULT_MAX_CTX;
     out->req = r;
     out->n = n;
     /* as the engine: equal memory, equal layers; the head counted when the first host lacks room */
