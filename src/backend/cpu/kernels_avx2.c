@@ -26,10 +26,24 @@
 /* Kernels written once for a few constant counts, each count its own straight-line code. UNROLL
  * makes a loop straight-line whatever the compiler's size limits, for loops whose counters index
  * sums that must stay in registers (past its limits GCC keeps the loop, and the sums in memory). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KERNEL_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define KERNEL_SANITIZED 1
+#endif
 #if defined(__GNUC__) || defined(__clang__)
 #define KERNEL_INLINE inline __attribute__((always_inline))
 #define KERNEL_PRAGMA(x) _Pragma(#x)
+#if defined(KERNEL_SANITIZED)
+/* a sanitized build keeps the loops: unrolled and instrumented, the kernels took clang-19 a
+ * quarter of an hour to compile; the results are the same either way */
+#define UNROLL(n)
+#else
 #define UNROLL(n) KERNEL_PRAGMA(GCC unroll n)
+#endif
 #else
 #define KERNEL_INLINE inline
 #define UNROLL(n)
@@ -1768,6 +1782,23 @@ typedef struct x8k_prep {
     float d[16];
 } x8k_prep;
 
+/* A pass's sums (G groups by NT tokens): carried on from acc_io, or from zero at the first block. */
+AVX2 static KERNEL_INLINE void x8k_sums_in(int G, int NT, int64_t b0, float (*acc_io)[16], __m512 acc[2][X8K_TOKENS]) {
+    UNROLL(2)
+    for (int g = 0; g < G; g++)
+        UNROLL(6)
+        for (int t = 0; t < NT; t++)
+            acc[g][t] = b0 ? _mm512_loadu_ps(acc_io[g * X8K_TOKENS + t]) : _mm512_setzero_ps();
+}
+
+AVX2 static KERNEL_INLINE void x8k_sums_out(int G, int NT, __m512 acc[2][X8K_TOKENS], float (*acc_io)[16]) {
+    UNROLL(2)
+    for (int g = 0; g < G; g++)
+        UNROLL(6)
+        for (int t = 0; t < NT; t++)
+            _mm512_storeu_ps(acc_io[g * X8K_TOKENS + t], acc[g][t]);
+}
+
 /* A Q4_K or Q5_K block's prep. */
 AVX2 static KERNEL_INLINE void x8k_prep_k45(bool five, const x8k_q4_K *pb, x8k_prep *out) {
     /* a pair's 16 unpacked scale bytes (rows of 2j, rows of 2j + 1) in x8k_lane's order, each
@@ -1803,11 +1834,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
     const __m512i m4 = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
     const size_t block_bytes = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     __m512 acc[2][X8K_TOKENS];
-    UNROLL(2)
-    for (int g = 0; g < G; g++)
-        UNROLL(6)
-        for (int t = 0; t < NT; t++)
-            acc[g][t] = b0 ? _mm512_loadu_ps(acc_io[g * X8K_TOKENS + t]) : _mm512_setzero_ps();
+    x8k_sums_in(G, NT, b0, acc_io, acc);
     for (int64_t b = b0; b < b1; b++) {
         const x8k_q4_K *pb[2];
         const x8k_mask(*qh[2])[X8K_VECS][2];
@@ -1891,11 +1918,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
                 acc[g][t] = _mm512_fmadd_ps(_mm512_set1_ps(x[t][b].d), m, acc[g][t]);
             }
     }
-    UNROLL(2)
-    for (int g = 0; g < G; g++)
-        UNROLL(6)
-        for (int t = 0; t < NT; t++)
-            _mm512_storeu_ps(acc_io[g * X8K_TOKENS + t], acc[g][t]);
+    x8k_sums_out(G, NT, acc, acc_io);
 }
 
 typedef struct x8k_q6_K {
@@ -1960,11 +1983,7 @@ AVX2 static KERNEL_INLINE void x8k_prep_q6_K(const x8k_q6_K *pb, x8k_prep *out) 
 AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1, const x8k_prep *prep,
                                              const act_q8_256 *const x[X8K_TOKENS], float (*acc_io)[16]) {
     __m512 acc[2][X8K_TOKENS];
-    UNROLL(2)
-    for (int g = 0; g < G; g++)
-        UNROLL(6)
-        for (int t = 0; t < NT; t++)
-            acc[g][t] = b0 ? _mm512_loadu_ps(acc_io[g * X8K_TOKENS + t]) : _mm512_setzero_ps();
+    x8k_sums_in(G, NT, b0, acc_io, acc);
     for (int64_t b = b0; b < b1; b++) {
         const x8k_q6_K *pb[2];
         const x8k_prep *pp[2];
@@ -2039,11 +2058,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_
             for (int t = 0; t < NT; t++)
                 acc[g][t] = _mm512_fmadd_ps(_mm512_loadu_ps(pp[g]->d), blk[g][t], acc[g][t]);
     }
-    UNROLL(2)
-    for (int g = 0; g < G; g++)
-        UNROLL(6)
-        for (int t = 0; t < NT; t++)
-            _mm512_storeu_ps(acc_io[g * X8K_TOKENS + t], acc[g][t]);
+    x8k_sums_out(G, NT, acc, acc_io);
 }
 
 #else
@@ -2229,18 +2244,15 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
 }
 #endif
 
-/* Groups of eight rows per pass, and tokens per pass of that many groups: the VNNI path takes two
- * groups (sixteen rows) with four tokens, whose sums fill the registers as six tokens of one group
- * do; one group takes X8K_TOKENS. */
+/* Groups of eight rows per pass: the VNNI path takes two (sixteen rows) with four tokens
+ * (X8K_SLICE_TOKENS), whose sums fill the registers as six tokens of one group do, and the group
+ * left over the same way; the AVX2 path one group by X8K_TOKENS. */
 #if X86_VNNI
 #define X8K_GROUPS 2
-#define X8K_NT_MAX(G) ((G) == 2 ? 4 : X8K_TOKENS)
+#define X8K_SLICE_TOKENS 4
 #else
 #define X8K_GROUPS 1
-#define X8K_NT_MAX(G) X8K_TOKENS
 #endif
-/* n tokens, where G groups take at most X8K_NT_MAX(G): a constant of each instance */
-#define X8K_NT(G, n) ((n) < X8K_NT_MAX(G) ? (n) : X8K_NT_MAX(G))
 
 #if X86_VNNI
 /* The pass of one K-quant format, constant after inlining. */
@@ -2256,13 +2268,13 @@ AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int G, int NT, const void
 #define X8K_CALL_TOKENS 64
 
 /* G groups by n_tok tokens: X8K_CALL_TOKENS at a time, slice by slice; for each slice its scales
- * unpacked once, then every pass of X8K_NT_MAX(G) tokens over it, each pass's sums carried in
+ * unpacked once, then every pass of X8K_SLICE_TOKENS tokens over it, each pass's sums carried in
  * memory to the next slice (the same steps as in registers: the same bits). */
 AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
                                           int64_t n_tok, float *y, size_t ys) {
     enum { PASSES = X8K_CALL_TOKENS / 4 };
     const int64_t nb = k / QK_K;
-    const int most = X8K_NT_MAX(G);
+    const int most = X8K_SLICE_TOKENS;
     const size_t block_bytes = type == QUANT_Q6_K ? sizeof(x8k_q6_K) : type == QUANT_Q5_K ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     if (n_tok <= X8K_TOKENS) {
         /* one pass (a token decoding, a few sequences together): nothing to share the scales or a
@@ -2313,9 +2325,7 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *pack
                 case 1: x8k_pass(type, G, 1, packed, gb, b0, b1, prep, x, acc[i]); break;
                 case 2: x8k_pass(type, G, 2, packed, gb, b0, b1, prep, x, acc[i]); break;
                 case 3: x8k_pass(type, G, 3, packed, gb, b0, b1, prep, x, acc[i]); break;
-                case 4: x8k_pass(type, G, 4, packed, gb, b0, b1, prep, x, acc[i]); break;
-                case 5: x8k_pass(type, G, X8K_NT(G, 5), packed, gb, b0, b1, prep, x, acc[i]); break;
-                default: x8k_pass(type, G, X8K_NT(G, 6), packed, gb, b0, b1, prep, x, acc[i]); break;
+                default: x8k_pass(type, G, 4, packed, gb, b0, b1, prep, x, acc[i]); break;
                 }
             }
         }
