@@ -48,8 +48,9 @@ def run(cmd, timeout=600):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env())
 
 
-def brasa_processes():
-    """PIDs of processes whose command line names a brasa program of this build."""
+def brasa_processes(runtime_dir=None):
+    """PIDs of processes whose command line names a brasa program, those of one server (its private
+    XDG_RUNTIME_DIR, which mpirun hands on) when runtime_dir is given: other tests run beside this."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -59,14 +60,22 @@ def brasa_processes():
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if argv and os.path.basename(argv[0]) in (b"brasa", b"logits_dump"):
-            found.append(int(pid))
+        if not argv or os.path.basename(argv[0]) not in (b"brasa", b"logits_dump"):
+            continue
+        if runtime_dir:
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if f"XDG_RUNTIME_DIR={runtime_dir}".encode() not in f.read().split(b"\0"):
+                        continue
+            except OSError:
+                continue
+        found.append(int(pid))
     return found
 
 
-def rank_pid(rank):
-    """The PID of the brasa process of MPI rank `rank` (from its environment)."""
-    for pid in brasa_processes():
+def rank_pid(rank, runtime_dir):
+    """The PID of one server's brasa process of MPI rank `rank` (from its environment)."""
+    for pid in brasa_processes(runtime_dir):
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 if f"OMPI_COMM_WORLD_RANK={rank}".encode() in f.read().split(b"\0"):
@@ -171,7 +180,8 @@ def check_server(a, model, work):
     finally:
         two.stop()
     time.sleep(1)
-    expect("serve under 2 processes stopped: nothing left running", not brasa_processes(), str(brasa_processes()))
+    left = brasa_processes(two.runtime_dir)
+    expect("serve under 2 processes stopped: nothing left running", not left, str(left))
 
     # a process killed in the middle of a stream
     srv = Server(wrapper(a, work, 2), model, "--parallel", "2", "--threads", "1")
@@ -187,7 +197,9 @@ def check_server(a, model, work):
         for ch in stream:
             pieces += 1
             if pieces == 5:
-                victim = rank_pid(1)
+                victim = rank_pid(1, srv.runtime_dir)
+                if victim is None:
+                    break
                 killed_at = time.time()
                 os.kill(victim, signal.SIGKILL)
     except Exception as e:  # the connection drops or the server says so: either is an error the client sees
@@ -204,7 +216,7 @@ def check_server(a, model, work):
     if status is None:
         srv.stop(signal.SIGKILL)
     time.sleep(1)
-    left = brasa_processes()
+    left = brasa_processes(srv.runtime_dir)
     expect("a process killed mid-stream: nothing left running", not left, str(left))
     for pid in left:
         os.kill(pid, signal.SIGKILL)
