@@ -264,7 +264,7 @@ typedef struct brasa_context_params {
     /* Started by an MPI launcher as one of several processes (mpirun -n N brasa ...), the model's
      * layers are split among them, in order, as a pipeline: by each process's available memory,
      * or by these shares, one per process ("3,1": process 0 takes three quarters of the bytes).
-     * NULL: by memory. Ignored in a single process. */
+     * NULL: by memory. In a process started alone, shares are an error. */
     const char *pipeline_split;
 } brasa_context_params;
 

@@ -406,6 +406,9 @@ brasa_status brasa_context_create(const brasa_model *m, const brasa_context_para
     if (!m || !out)
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "brasa_context_create: model and out are required");
     *out = NULL;
+    if (!pipe_active() && params && params->pipeline_split && params->pipeline_split[0])
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "--split \"%s\" shares the layers among the processes of "
+                       "mpirun -n N, and this process runs alone", params->pipeline_split);
     /* an embedding model runs whole in process 0: its passes are short, and keep no cache */
     if (!pipe_active() || !m->arch || m->hp.encoder || m->hp.bidirectional)
         return create(m, params, CTX_ALONE, 0, m->hp.n_layer, out, err);

@@ -118,6 +118,9 @@ def check_run_and_bench(a, model):
         two = run([*mpirun(2), a.brasa, "run", "-m", model, *prompt, *extra])
         expect(f"run under 2 processes{' --split ' + split if split else ''}: same text", two.returncode == 0 and
                two.stdout == one.stdout and one.stdout.strip(), f"{two.stdout!r} vs {one.stdout!r} {two.stderr[-400:]}")
+    alone = run([a.brasa, "run", "-m", model, *prompt, "--split", "1,1"])
+    expect("--split in a process started alone: an error naming it", alone.returncode != 0 and "--split" in alone.stderr,
+           alone.stderr[-400:])
     bad = run([*mpirun(2), a.brasa, "run", "-m", model, *prompt, "--split", "1,0"])
     expect("--split with a share of 0: an error naming it", bad.returncode != 0 and "--split" in bad.stderr, bad.stderr[-400:])
     with tempfile.TemporaryDirectory(prefix="brasa-pipe-cache-") as cache:
