@@ -31,7 +31,9 @@ static const char fit_usage[] =
     "  --compare           every device: fits or not, longest context, speeds, memory per price\n"
     "  --hosts LIST        a pipeline over several machines (mpirun --host ...), each as fast as\n"
     "                      --device with its own memory: NAME:MEMORY,... in GiB (a:128G,b:128G):\n"
-    "                      which layers go where, whether it fits, how fast\n"
+    "                      which layers go where, whether it fits, how fast; under mpirun without\n"
+    "                      --hosts (mpirun --host a,b -n 2 brasa fit MODEL), the processes'\n"
+    "                      machines, their memory measured\n"
     "  --json              machine-readable output; 'fits' is at the top level\n";
 
 bool cli_parse_f64(const char *s, double lo, double hi, double *out) {
@@ -212,7 +214,8 @@ static void json_plan(const fit_model *m, const devtab_device *d, const fit_resu
 }
 
 /* `fit --hosts`: the pipeline's plan, host by host. */
-static int plan_hosts(const fit_model *m, const devtab_device *d, const fit_request *req, const fit_host *hosts, int n, bool json) {
+static int plan_hosts(const fit_model *m, const devtab_device *d, const fit_request *req, const fit_host *hosts, int n,
+                      bool measured, bool json) {
     fit_hosts_result *r = malloc(sizeof *r);
     brasa_error err;
     if (!r)
@@ -226,13 +229,14 @@ static int plan_hosts(const fit_model *m, const devtab_device *d, const fit_requ
         json_cstr(stdout, m->name);
         printf(", \"n_layer\": %d, \"device\": ", m->hp.n_layer);
         json_cstr(stdout, d->name);
-        printf(", \"context\": %d, \"parallel\": %d, \"hosts\": [", r->req.n_ctx, r->req.n_parallel);
+        printf(", \"context\": %d, \"parallel\": %d, \"measured\": %s, \"hosts\": [", r->req.n_ctx, r->req.n_parallel,
+               measured ? "true" : "false");
         for (int i = 0; i < n; i++) {
             printf("%s{\"name\": ", i ? ", " : "");
             json_cstr(stdout, hosts[i].name);
-            printf(", \"memory_bytes\": %.0f, \"first_layer\": %d, \"end_layer\": %d, \"weights_bytes\": %llu, "
+            printf(", \"memory_bytes\": %.0f, \"available_bytes\": %.0f, \"first_layer\": %d, \"end_layer\": %d, \"weights_bytes\": %llu, "
                    "\"kv_cache_bytes\": %llu, \"total_bytes\": %llu, \"usable_bytes\": %.0f, \"fits\": %s}",
-                   hosts[i].memory_gib * GIB, r->host[i].first, r->host[i].end, (unsigned long long)r->host[i].weights,
+                   hosts[i].memory_gib * GIB, hosts[i].available_gib * GIB, r->host[i].first, r->host[i].end, (unsigned long long)r->host[i].weights,
                    (unsigned long long)r->host[i].kv, (unsigned long long)r->host[i].total, r->host[i].usable,
                    r->host[i].fits ? "true" : "false");
         }
@@ -241,8 +245,8 @@ static int plan_hosts(const fit_model *m, const devtab_device *d, const fit_requ
     } else {
         printf("model     %s (%s, %.2f B parameters, %d layers)\n", m->name[0] ? m->name : "(unnamed)", m->arch,
                m->n_params / 1e9, m->hp.n_layer);
-        printf("pipeline  %d hosts, each as fast as %s; context %d tokens x %d sequence%s, KV cache %s\n\n", n, d->name,
-               r->req.n_ctx, r->req.n_parallel, r->req.n_parallel == 1 ? "" : "s", fit_kv_name(r->req.kv_type));
+        printf("pipeline  %d %s, each as fast as %s; context %d tokens x %d sequence%s, KV cache %s\n\n", n,
+               measured ? "processes (their memory measured through MPI)" : "hosts", d->name, r->req.n_ctx, r->req.n_parallel, r->req.n_parallel == 1 ? "" : "s", fit_kv_name(r->req.kv_type));
         for (int i = 0; i < n; i++) {
             printf("  %-12s layers %d-%d%s: ", hosts[i].name, r->host[i].first, r->host[i].end - 1,
                    i == 0 ? " and the embeddings and head" : "");
@@ -266,6 +270,34 @@ static int plan_hosts(const fit_model *m, const devtab_device *d, const fit_requ
     }
     free(r);
     return CLI_OK; /* "does not fit" is the answer, not a failure (as for one device) */
+}
+
+/* The hosts of the processes an MPI launcher started (mpirun -n N brasa fit ...), each measuring
+ * its machine: processes on one machine share its memory. */
+static bool measured_hosts(fit_host *hosts, int *n) {
+    brasa_group_host got[FIT_HOSTS_MAX];
+    brasa_error err;
+    if (brasa_group_size() > FIT_HOSTS_MAX) {
+        cli_fail("%d processes: fit plans at most %d", brasa_group_size(), FIT_HOSTS_MAX);
+        return false;
+    }
+    if (brasa_group_hosts(got, FIT_HOSTS_MAX, &err) != BRASA_OK) {
+        cli_fail("%s", err.message);
+        return false;
+    }
+    *n = brasa_group_size();
+    for (int i = 0; i < *n; i++) {
+        if (got[i].memory_total == 0) {
+            cli_fail("process %d (on %s) could not measure its memory: give --hosts NAME:MEMORY,...", i, got[i].name);
+            return false;
+        }
+        _Static_assert(sizeof hosts[i].name == sizeof got[i].name, "a host's name fits");
+        memcpy(hosts[i].name, got[i].name, sizeof hosts[i].name);
+        hosts[i].name[sizeof hosts[i].name - 1] = '\0';
+        hosts[i].memory_gib = (double)got[i].memory_total / got[i].processes_on_host / GIB;
+        hosts[i].available_gib = (double)got[i].memory_available / got[i].processes_on_host / GIB;
+    }
+    return true;
 }
 
 fit_kv_type cli_default_kv(const devtab_device *d, int kv_choice) {
@@ -457,13 +489,15 @@ int cmd_fit(int argc, char **argv) {
     }
     if (want_compare) {
         rc = compare(m, t, &req, kv_choice, json);
-    } else if (n_hosts > 0) {
+    } else if (n_hosts > 0 || brasa_group_size() > 1) {
+        /* --hosts, else the processes mpirun started, measured */
+        const bool measured = n_hosts == 0;
         devtab_device d;
-        if (!cli_pick_device(t, device, &d)) {
+        if (!cli_pick_device(t, device, &d) || (measured && !measured_hosts(hosts, &n_hosts))) {
             rc = CLI_FAILED;
         } else {
             req.kv_type = cli_default_kv(&d, kv_choice);
-            rc = plan_hosts(m, &d, &req, hosts, n_hosts, json);
+            rc = plan_hosts(m, &d, &req, hosts, n_hosts, measured, json);
         }
     } else {
         devtab_device d;

@@ -13,6 +13,9 @@ int cli_worker(int argc, char **argv) {
      * shuts down cleanly) and then ends this one, which must not die first */
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
+    /* `fit` reads no weights: this process only reports its machine (brasa_group_hosts) */
+    if (argc > 0 && argv[0] && strcmp(argv[0], "fit") == 0)
+        return brasa_group_serve(NULL, "fit opens no model on the other processes") ? CLI_FAILED : CLI_OK;
     const char *arg = NULL;
     for (int i = 1; i + 1 < argc && !arg; i++)
         if (argv[i] && (strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0))

@@ -289,6 +289,15 @@ int brasa_group_serve(const brasa_model *model, const char *why_not);
 void brasa_group_stop(void);
 /* The processes in the group (1 alone). */
 int brasa_group_size(void);
+/* A process's machine, as that process measured it. */
+typedef struct brasa_group_host {
+    char name[64];                          /* the machine's name ("?" when unknown) */
+    uint64_t memory_total, memory_available; /* the machine's memory in bytes (0: unknown) */
+    int processes_on_host;                  /* the group's processes on that machine, which share it */
+} brasa_group_host;
+/* Process 0: every process's machine (out[r] for process r, n >= brasa_group_size()); alone, this
+ * machine. */
+brasa_status brasa_group_hosts(brasa_group_host *out, int n, brasa_error *err);
 /* Process 0: the shortest of `rounds` round trips of a message of `bytes` bytes through every
  * process of the group (0 -> 1 -> ... -> 0), the hand-offs' cost without any computing. */
 brasa_status brasa_group_link_seconds(size_t bytes, int rounds, double *seconds, brasa_error *err);

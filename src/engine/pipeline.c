@@ -37,7 +37,7 @@ static_assert(sizeof(pipe_msg) % 8 == 0, "a step's runs follow its message align
 typedef struct pipe_report {
     int32_t ok, status; /* status: a brasa_status, when not ok */
     char why[512]; /* as brasa_error's message */
-    uint64_t file_size, memory;
+    uint64_t file_size, memory, memory_total; /* the machine's available and total memory */
     uint8_t header_hash[32];
     char host[64];
 } pipe_report;
@@ -67,8 +67,12 @@ static const char *host_of(int r) {
     return lead.opened[r].host[0] ? lead.opened[r].host : "?";
 }
 
-/* The others' reports on opening the model, once. */
+/* The others' reports on opening the model, once; process 0's own machine and memory beside them. */
 static brasa_status hear_opened(brasa_error *err) {
+    if (!lead.heard) {
+        snprintf(lead.opened[0].host, sizeof lead.opened[0].host, "%s", dist_host());
+        plat_memory(&lead.opened[0].memory_total, &lead.opened[0].memory);
+    }
     for (int r = 1; !lead.heard && r < dist_size(); r++) {
         brasa_status st = dist_recv(r, DIST_TAG_REPLY, &lead.opened[r], sizeof lead.opened[r], NULL, err);
         if (st != BRASA_OK)
@@ -78,6 +82,20 @@ static brasa_status hear_opened(brasa_error *err) {
     }
     lead.heard = true;
     return BRASA_OK;
+}
+
+/* The processes of the group on process r's machine, which share its memory. */
+static int processes_on_host_of(int r) {
+    int k = 0;
+    for (int i = 0; i < dist_size(); i++)
+        k += strcmp(lead.opened[i].host, lead.opened[r].host) == 0;
+    return k > 0 ? k : 1;
+}
+
+/* The memory process r may count on: its machine's available memory shared with the group's other
+ * processes there (0: unknown). */
+static uint64_t process_memory(int r) {
+    return lead.opened[r].memory / (uint64_t)processes_on_host_of(r);
 }
 
 /* Parses split: n positive numbers separated by commas into share. */
@@ -131,7 +149,7 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
     brasa_status st = hear_opened(err);
     if (st != BRASA_OK)
         return st;
-    uint64_t size = 0, own_memory = 0, total_memory = 0;
+    uint64_t size = 0;
     uint8_t hash[32];
     model_identity(m, &size, hash);
     for (int r = 1; r < n; r++) {
@@ -143,6 +161,12 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
                            "against %llu here, or another header): every host needs the same file",
                            r, host_of(r), (unsigned long long)o->file_size, (unsigned long long)size);
     }
+    uint64_t memory[PIPE_PROCESSES_MAX];
+    bool known = true;
+    for (int r = 0; r < n; r++) {
+        memory[r] = process_memory(r);
+        known = known && memory[r] > 0;
+    }
     /* shares: by --split, else by each process's available memory (equal where one is unknown) */
     double share[PIPE_PROCESSES_MAX] = { 0 };
     if (split && *split) {
@@ -150,12 +174,8 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
         if (st != BRASA_OK)
             return st;
     } else {
-        plat_memory(&total_memory, &own_memory);
-        bool known = own_memory > 0;
-        for (int r = 1; r < n; r++)
-            known = known && lead.opened[r].memory > 0;
         for (int r = 0; r < n; r++)
-            share[r] = !known ? 1.0 : (double)(r == 0 ? own_memory : lead.opened[r].memory);
+            share[r] = known ? (double)memory[r] : 1.0;
     }
     out->n = n;
     const arch_weights *w = &m->weights;
@@ -165,9 +185,6 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
     uint64_t head = bk_bytes(&w->tok_embd) + bk_bytes(&w->output_norm);
     if (w->output.data != w->tok_embd.data)
         head += bk_bytes(&w->output);
-    uint64_t memory[PIPE_PROCESSES_MAX];
-    for (int r = 0; r < n; r++)
-        memory[r] = r == 0 ? own_memory : lead.opened[r].memory;
     /* the layers' bytes shared out, so that equal shares run equal work; where process 0 then
      * lacks the memory for its part and the head, the head counts in its share */
     for (int with_head = 0; with_head < 2; with_head++) {
@@ -186,7 +203,7 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
         if (with_head)
             return err_set(err, BRASA_ERR_NO_MEMORY, "the model does not fit: process %d (on %s) would hold %.1f GB of "
                            "weights with %.1f GB available (more processes, or other --split shares)", r,
-                           r ? host_of(r) : dist_host(), (double)bytes / 1e9, (double)memory[r] / 1e9);
+                           host_of(r), (double)bytes / 1e9, (double)memory[r] / 1e9);
     }
     return BRASA_OK;
 }
@@ -311,8 +328,7 @@ int pipe_worker_run(const brasa_model *m, const char *why) {
     snprintf(opened.host, sizeof opened.host, "%s", dist_host());
     if (m)
         model_identity(m, &opened.file_size, opened.header_hash);
-    uint64_t total = 0;
-    plat_memory(&total, &opened.memory);
+    plat_memory(&opened.memory_total, &opened.memory);
     if (dist_send(0, DIST_TAG_REPLY, &opened, sizeof opened, &err) != BRASA_OK)
         fail(&err);
     brasa_context *c = NULL;
@@ -456,6 +472,23 @@ void brasa_group_stop(void) {
 
 int brasa_group_size(void) {
     return dist_size();
+}
+
+brasa_status brasa_group_hosts(brasa_group_host *out, int n, brasa_error *err) {
+    if (dist_rank() != 0 || n < dist_size())
+        return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "the group's hosts are for process 0, with room for %d", dist_size());
+    brasa_status st = hear_opened(err);
+    if (st != BRASA_OK)
+        return st;
+    for (int r = 0; r < dist_size(); r++) {
+        brasa_group_host *h = &out[r];
+        memset(h, 0, sizeof *h);
+        snprintf(h->name, sizeof h->name, "%s", host_of(r));
+        h->memory_total = lead.opened[r].memory_total;
+        h->memory_available = lead.opened[r].memory;
+        h->processes_on_host = processes_on_host_of(r);
+    }
+    return BRASA_OK;
 }
 
 brasa_status brasa_group_link_seconds(size_t bytes, int rounds, double *seconds, brasa_error *err) {

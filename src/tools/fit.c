@@ -400,6 +400,7 @@ bool fit_parse_hosts(const char *s, fit_host *hosts, int *n, char *why, size_t w
         memcpy(h->name, p, (size_t)(colon - p));
         h->name[colon - p] = '\0';
         h->memory_gib = v * scale;
+        h->available_gib = 0;
         p = comma ? comma + 1 : end;
     }
     if (*n == 0) {
@@ -414,14 +415,14 @@ static void hosts_try(const fit_model *m, const fit_request *r, const sizes *sz,
                       int n, uint64_t head, fit_hosts_result *out) {
     double share[FIT_HOSTS_MAX] = { 0 };
     for (int i = 0; i < n; i++)
-        share[i] = hosts[i].memory_gib;
+        share[i] = hosts[i].available_gib > 0 ? hosts[i].available_gib : hosts[i].memory_gib;
     pipe_plan plan = { .n = n };
     pipe_share_layers(m->layer_bytes, m->hp.n_layer, head, share, &plan);
     out->fits = true;
     for (int i = 0; i < n; i++) {
         devtab_device dh = *d;
         dh.memory_gib = hosts[i].memory_gib;
-        dh.available_gib = 0;
+        dh.available_gib = hosts[i].available_gib;
         out->host[i].first = plan.first[i];
         out->host[i].end = plan.end[i];
         out->host[i].weights = i == 0 ? m->head_bytes + m->embd_bytes : 0;

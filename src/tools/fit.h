@@ -78,7 +78,8 @@ brasa_status fit_plan(const fit_model *m, const fit_request *req, const devtab_d
 /* A host of a pipeline over several machines (mpirun --host a,b brasa ...: engine/pipeline.h). */
 typedef struct fit_host {
     char name[64];
-    double memory_gib;
+    double memory_gib;    /* its share of the machine's memory */
+    double available_gib; /* of which free now, as measured (0: not measured) */
 } fit_host;
 #define FIT_HOSTS_MAX 64
 
@@ -98,9 +99,9 @@ typedef struct fit_hosts_result {
 } fit_hosts_result;
 
 /* The model as a pipeline over n hosts, each as fast as device d with its own memory: the layers
- * shared as the engine shares them (pipe_share_layers, by memory; the head counted in the first
- * host's share where it would not fit otherwise), each host's weights, KV cache, buffers and
- * runtime against its usable memory, and the speeds. */
+ * shared as the engine shares them (pipe_share_layers, by available memory where measured, else by
+ * memory; the head counted in the first host's share where it would not fit otherwise), each
+ * host's weights, KV cache, buffers and runtime against its usable memory, and the speeds. */
 brasa_status fit_plan_hosts(const fit_model *m, const fit_request *req, const devtab_device *d, const fit_host *hosts, int n,
                             fit_hosts_result *out, brasa_error *err);
 /* Parses "a:128G,b:96G" (G: GiB, T: TiB) into at most FIT_HOSTS_MAX hosts; false after writing why. */

@@ -7,6 +7,8 @@
   stream) as one process does;
 - a process killed in the middle of a stream: the client gets an error, mpirun ends non-zero within
   10 s, and no process is left;
+- `brasa fit` under mpirun measures every process's machine (processes on one machine share its
+  memory) and plans the layers as the engine then splits them;
 - another process's model file differs, or is missing: a clear error naming it, non-zero status;
 - two "hosts" (network namespaces joined by a veth pair; as root, where `ip netns` works): Open
   MPI's TCP transport between them, the second host's processes started inside its namespace by a
@@ -135,6 +137,48 @@ def check_run_and_bench(a, model):
     expect("bench under 2 processes reports the pipeline and its link", ok and
            doc["pipeline"]["link_round_trip_seconds"]["one_row"] > 0 and
            all("link_share" in r for r in doc["results"]) and len(doc["results"]) == 2, p.stdout[-600:] + p.stderr[-400:])
+
+
+def meminfo():
+    with open("/proc/meminfo") as f:
+        return {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f}
+
+
+def check_fit_measured(a, model):
+    """fit under mpirun: the processes' own memory, shared by those on one machine, and the engine's split."""
+    total = meminfo()["MemTotal"]
+    for n in (2, 3):
+        p = run([*mpirun(n), a.brasa, "fit", model, "--device", "cpu", "--json"])
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            doc = None
+        if not expect(f"fit under {n} processes: a plan", p.returncode == 0 and doc is not None,
+                      p.stdout[-400:] + p.stderr[-400:]):
+            continue
+        hs = doc["hosts"]
+        expect(f"fit under {n} processes: measured, one host each, this machine's memory shared {n} ways",
+               doc["measured"] and len(hs) == n and
+               all(abs(h["memory_bytes"] - total / n) < 1e6 and 0 < h["available_bytes"] <= h["memory_bytes"] for h in hs),
+               f"{hs} against MemTotal {total}")
+        expect(f"fit under {n} processes: contiguous layers",
+               hs[0]["first_layer"] == 0 and hs[-1]["end_layer"] == doc["n_layer"] and
+               all(hs[i]["end_layer"] == hs[i + 1]["first_layer"] for i in range(n - 1)), str(hs))
+        b = run([*mpirun(n), a.brasa, "bench", "-m", model, "-p", "16", "-n", "2", "-r", "1", "-t", "1", "--json"])
+        try:
+            backend = json.loads(b.stdout)["backend"]
+        except (ValueError, KeyError):
+            backend = b.stdout[-300:] + b.stderr[-300:]
+        want = f"layers 0-{hs[0]['end_layer'] - 1} of {doc['n_layer']} here"
+        expect(f"fit under {n} processes: the engine runs the layers fit planned for process 0", want in backend,
+               f"{want!r} not in {backend!r}")
+    p = run([*mpirun(2), a.brasa, "fit", model, "--device", "cpu", "--json", "--hosts", "a:64G,b:64G"])
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        doc = None
+    expect("fit under mpirun with --hosts: the hosts given", doc is not None and not doc["measured"] and
+           [h["name"] for h in doc["hosts"]] == ["a", "b"], p.stdout[-300:] + p.stderr[-300:])
 
 
 def wrapper(a, work, n):
@@ -323,6 +367,7 @@ def main():
         for m in models:
             check_logits(a, m, work)
         check_run_and_bench(a, models[0])
+        check_fit_measured(a, models[-1])
         check_server(a, models[-1], work)
         check_mismatch(a, models)
         check_two_hosts(a, models, work)
