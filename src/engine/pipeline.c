@@ -21,14 +21,14 @@ enum { PIPE_CREATE = 1, PIPE_STEP, PIPE_COPY, PIPE_FREE, PIPE_END, PIPE_PING };
 /* The largest message a round trip of the link takes (brasa_group_link_seconds). */
 #define PIPE_PING_MAX ((size_t)64 << 20)
 
-/* A control message; a step's runs (n_segs pipe_seg) follow it in the same message. */
+/* A control message. What follows it in the same message: a step's runs (n_segs pipe_seg), or
+ * CREATE's plan (a pipe_plan), so that the header every step carries stays small. */
 typedef struct pipe_msg {
     int32_t op;
     int32_t n_segs;            /* STEP */
     int64_t n, first;          /* STEP; PING: n bytes follow on the rows' link */
     int32_t src, dst, len;     /* COPY: sequence src's first len positions to dst */
     int32_t n_ctx, n_batch, n_threads, n_seq, kv_type; /* CREATE: the context's params */
-    pipe_plan plan;            /* CREATE */
 } pipe_msg;
 static_assert(sizeof(pipe_msg) % 8 == 0, "a step's runs follow its message aligned");
 
@@ -208,16 +208,16 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
     return BRASA_OK;
 }
 
-/* Sends a control message (and its runs) to process 1. */
-static brasa_status send_down(const pipe_msg *msg, const pipe_seg *segs, brasa_error *err) {
-    const size_t bytes = sizeof *msg + (size_t)msg->n_segs * sizeof *segs;
-    char stack[sizeof *msg + 64 * sizeof *segs];
+/* Sends a control message and what follows it (tail_bytes of tail) to process 1. */
+static brasa_status send_down(const pipe_msg *msg, const void *tail, size_t tail_bytes, brasa_error *err) {
+    const size_t bytes = sizeof *msg + tail_bytes;
+    char stack[sizeof *msg + (sizeof(pipe_plan) > 64 * sizeof(pipe_seg) ? sizeof(pipe_plan) : 64 * sizeof(pipe_seg))];
     char *buf = bytes <= sizeof stack ? stack : malloc(bytes);
     if (!buf)
         return err_set(err, BRASA_ERR_NO_MEMORY, "out of memory");
     memcpy(buf, msg, sizeof *msg);
-    if (msg->n_segs && segs)
-        memcpy(buf + sizeof *msg, segs, (size_t)msg->n_segs * sizeof *segs);
+    if (tail_bytes)
+        memcpy(buf + sizeof *msg, tail, tail_bytes);
     brasa_status st = dist_send(1, DIST_TAG_CONTROL, buf, bytes, err);
     if (buf != stack)
         free(buf);
@@ -226,8 +226,8 @@ static brasa_status send_down(const pipe_msg *msg, const pipe_seg *segs, brasa_e
 
 brasa_status pipe_contexts_create(const brasa_context_params *params, const pipe_plan *plan, brasa_error *err) {
     pipe_msg msg = { .op = PIPE_CREATE, .n_ctx = params->n_ctx, .n_batch = params->n_batch, .n_threads = params->n_threads,
-                     .n_seq = params->n_seq, .kv_type = params->kv_type, .plan = *plan };
-    brasa_status st = send_down(&msg, NULL, err);
+                     .n_seq = params->n_seq, .kv_type = params->kv_type };
+    brasa_status st = send_down(&msg, plan, sizeof *plan, err);
     /* every process answers, so that none is left waiting whatever the first error */
     brasa_status first = st;
     char why[sizeof lead.opened[0].why + 64] = "";
@@ -250,18 +250,18 @@ brasa_status pipe_contexts_create(const brasa_context_params *params, const pipe
 void pipe_contexts_free(void) {
     const pipe_msg msg = { .op = PIPE_FREE };
     brasa_error err;
-    if (send_down(&msg, NULL, &err) != BRASA_OK)
+    if (send_down(&msg, NULL, 0, &err) != BRASA_OK)
         dist_abort(1);
 }
 
 brasa_status pipe_seq_copy(int32_t src, int32_t dst, int32_t n, brasa_error *err) {
     const pipe_msg msg = { .op = PIPE_COPY, .src = src, .dst = dst, .len = n };
-    return send_down(&msg, NULL, err);
+    return send_down(&msg, NULL, 0, err);
 }
 
 brasa_status pipe_step_send(const pipe_step *s, const void *rows, size_t row_bytes, brasa_error *err) {
     const pipe_msg msg = { .op = PIPE_STEP, .n_segs = s->n_segs, .n = s->n, .first = s->first };
-    brasa_status st = send_down(&msg, s->segs, err);
+    brasa_status st = send_down(&msg, s->segs, (size_t)s->n_segs * sizeof *s->segs, err);
     if (st == BRASA_OK)
         st = dist_send(1, DIST_TAG_ROWS, rows, (size_t)s->n * row_bytes, err);
     return st;
@@ -280,7 +280,7 @@ void pipe_finish(void) {
     lead.ended = true;
     const pipe_msg msg = { .op = PIPE_END };
     brasa_error err;
-    if (send_down(&msg, NULL, &err) != BRASA_OK)
+    if (send_down(&msg, NULL, 0, &err) != BRASA_OK)
         dist_abort(1);
 }
 
@@ -377,16 +377,19 @@ int pipe_worker_run(const brasa_model *m, const char *why) {
             p.n_seq = msg.n_seq;
             p.kv_type = msg.kv_type;
             pipe_report made = { .ok = 1 };
+            pipe_plan plan = { 0 };
+            if (bytes == sizeof msg + sizeof plan)
+                memcpy(&plan, buf + sizeof msg, sizeof plan);
             if (!m) {
                 made.ok = 0;
                 made.status = BRASA_ERR_IO;
                 snprintf(made.why, sizeof made.why, "%s", why);
-            } else if (msg.plan.n != dist_size() || msg.plan.first[r] < 0 || msg.plan.end[r] <= msg.plan.first[r] ||
-                       msg.plan.end[r] > m->hp.n_layer) {
+            } else if (plan.n != dist_size() || plan.first[r] < 0 || plan.end[r] <= plan.first[r] ||
+                       plan.end[r] > m->hp.n_layer) {
                 made.ok = 0;
                 made.status = BRASA_ERR_INTERNAL;
                 snprintf(made.why, sizeof made.why, "no layers of the model's %d for this process in the plan", (int)m->hp.n_layer);
-            } else if ((made.status = ctx_create_stage(m, &p, msg.plan.first[r], msg.plan.end[r], &c, &err)) != BRASA_OK) {
+            } else if ((made.status = ctx_create_stage(m, &p, plan.first[r], plan.end[r], &c, &err)) != BRASA_OK) {
                 made.ok = 0;
                 snprintf(made.why, sizeof made.why, "%s", err.message);
                 c = NULL;
@@ -503,7 +506,7 @@ brasa_status brasa_group_link_seconds(size_t bytes, int rounds, double *seconds,
     const pipe_msg msg = { .op = PIPE_PING, .n = (int64_t)bytes };
     for (int i = 0; i < rounds && st == BRASA_OK; i++) {
         const double t0 = plat_time_seconds();
-        st = send_down(&msg, NULL, err);
+        st = send_down(&msg, NULL, 0, err);
         if (st == BRASA_OK)
             st = dist_send(1, DIST_TAG_ROWS, out, bytes, err);
         if (st == BRASA_OK)
