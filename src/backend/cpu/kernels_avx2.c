@@ -383,38 +383,62 @@ AVX2 static void dot_rows_f16_heads(const float *const *q, int nq, const uint16_
     }
 }
 
+#if X86_VNNI
+/* One step of axpy_rows_f16_nq: NV vectors of 16 values (the last masked by last) from value s0
+ * of every head, over every row in order. Inlined with constant NQ and NV. */
+AVX2 static KERNEL_INLINE void axpy_f16_step(int NQ, int NV, float *const *y, const float *const *a, const uint16_t *x, size_t xs,
+                                             int n, int64_t s0, __mmask16 last) {
+    __m512 acc[4][4];
+    UNROLL(4)
+    for (int h = 0; h < NQ; h++)
+        UNROLL(4)
+        for (int v = 0; v < NV; v++)
+            acc[h][v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, y[h] + s0 + 16 * v);
+    for (int r = 0; r < n; r++) {
+        const uint16_t *xr = x + (size_t)r * xs;
+        __m512 k[4];
+        UNROLL(4)
+        for (int v = 0; v < NV; v++)
+            k[v] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(v == NV - 1 ? last : 0xffff, xr + 16 * v));
+        UNROLL(4)
+        for (int h = 0; h < NQ; h++) {
+            const __m512 av = _mm512_set1_ps(a[h][r]);
+            UNROLL(4)
+            for (int v = 0; v < NV; v++)
+                acc[h][v] = _mm512_fmadd_ps(av, k[v], acc[h][v]);
+        }
+    }
+    UNROLL(4)
+    for (int h = 0; h < NQ; h++)
+        UNROLL(4)
+        for (int v = 0; v < NV; v++)
+            _mm512_mask_storeu_ps(y[h] + s0 + 16 * v, v == NV - 1 ? last : 0xffff, acc[h][v]);
+}
+#endif
+
 /* axpy_rows_f16 for NQ heads: 32 values of every head in registers at a time, each converted
  * group of eight added into all of them, row after row in order: each value takes the same fused
  * steps in the same order as in the one-head kernel. */
 AVX2 static KERNEL_INLINE void axpy_rows_f16_nq(int NQ, float *const *y, const float *const *a, const uint16_t *x, size_t xs, int n,
                                                 int64_t n_el) {
 #if X86_VNNI
-    /* 64 values of every head a step in 512-bit registers, the last step's vectors masked to
-     * what is left: each value's steps are the same whatever the vectors' width */
-    for (int64_t s0 = 0; s0 < n_el; s0 += 64) {
-        const int64_t w = n_el - s0 < 64 ? n_el - s0 : 64;
+    /* 64 values of every head a step in 512-bit registers (a constant count, so that the sums
+     * stay in registers: with a count known only at run time they went through memory, at a
+     * quarter of the speed), the last step's vectors masked to what is left: each value's steps
+     * are the same whatever the vectors' width */
+    int64_t s0 = 0;
+    for (; s0 + 64 <= n_el; s0 += 64)
+        axpy_f16_step(NQ, 4, y, a, x + s0, xs, n, s0, 0xffff);
+    if (s0 < n_el) {
+        const int64_t w = n_el - s0;
         const int nv = (int)((w + 15) / 16);
-        __mmask16 mask[4];
-        __m512 acc[4][4];
-        for (int v = 0; v < nv; v++)
-            mask[v] = (__mmask16)(w - 16 * v >= 16 ? 0xffff : (1u << (w - 16 * v)) - 1);
-        for (int h = 0; h < NQ; h++)
-            for (int v = 0; v < nv; v++)
-                acc[h][v] = _mm512_maskz_loadu_ps(mask[v], y[h] + s0 + 16 * v);
-        for (int r = 0; r < n; r++) {
-            const uint16_t *xr = x + (size_t)r * xs + s0;
-            __m512 k[4];
-            for (int v = 0; v < nv; v++)
-                k[v] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask[v], xr + 16 * v));
-            for (int h = 0; h < NQ; h++) {
-                const __m512 av = _mm512_set1_ps(a[h][r]);
-                for (int v = 0; v < nv; v++)
-                    acc[h][v] = _mm512_fmadd_ps(av, k[v], acc[h][v]);
-            }
+        const __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1 : 0xffff);
+        switch (nv) {
+        case 1: axpy_f16_step(NQ, 1, y, a, x + s0, xs, n, s0, last); break;
+        case 2: axpy_f16_step(NQ, 2, y, a, x + s0, xs, n, s0, last); break;
+        case 3: axpy_f16_step(NQ, 3, y, a, x + s0, xs, n, s0, last); break;
+        default: axpy_f16_step(NQ, 4, y, a, x + s0, xs, n, s0, last); break;
         }
-        for (int h = 0; h < NQ; h++)
-            for (int v = 0; v < nv; v++)
-                _mm512_mask_storeu_ps(y[h] + s0 + 16 * v, mask[v], acc[h][v]);
     }
 #else
     for (int64_t s0 = 0; s0 < n_el; s0 += 32) {
