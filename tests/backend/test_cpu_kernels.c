@@ -612,13 +612,14 @@ int main(void) {
                 }
             }
             differ += memcmp(d1, d2, sizeof d1) != 0 || memcmp(y1, y2, (size_t)hd * sizeof *y1) != 0;
-            /* the several-head kernels: each head's bits are the one-head kernels', for 1 to 4
-             * heads, over runs of rows of every length to 37 (the eight-row reductions and tails) */
-            for (int nq = 1; all[p]->dot_rows_f16_heads && nq <= 4; nq++)
+            /* the several-head kernels: each head's bits are the one-head kernels', for 1 to as
+             * many heads as the path takes, over runs of rows of every length to 37 (the eight-row
+             * reductions and tails) */
+            for (int nq = 1; all[p]->dot_rows_f16_heads && nq <= all[p]->f16_heads_max; nq++)
                 for (int n = 1; n <= 37; n += 3) {
-                    float qh[4][256], ah[4][37], oh[4][37], yh[4][256], one[37], yone[256];
-                    const float *qp[4], *ap[4];
-                    float *op[4], *yp[4];
+                    float qh[8][256], ah[8][37], oh[8][37], yh[8][256], one[37], yone[256];
+                    const float *qp[8], *ap[8];
+                    float *op[8], *yp[8];
                     for (int h = 0; h < nq; h++) {
                         for (int64_t i = 0; i < hd; i++)
                             qh[h][i] = yh[h][i] = rnd_unit();
@@ -629,7 +630,7 @@ int main(void) {
                         op[h] = oh[h];
                         yp[h] = yh[h];
                     }
-                    float y0[4][256];
+                    float y0[8][256];
                     memcpy(y0, yh, sizeof y0);
                     all[p]->dot_rows_f16_heads(qp, nq, rows, xs, n, hd, op);
                     all[p]->axpy_rows_f16_heads(yp, ap, nq, rows, xs, n, hd);

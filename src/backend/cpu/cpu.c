@@ -1089,12 +1089,13 @@ static void rows_axpy(const cpu_kernels *k, float *y, const float *a, kv_run x, 
 }
 
 /* The run kernels for the nh heads of a group over the same rows: a cache of halves through the
- * path's several-head kernels, four heads at a time, where it has them (each converted value
+ * path's several-head kernels, as many heads at a time as they take, where it has them (each converted value
  * serves them all); the same bits as one head at a time either way. */
 static void rows_dot_heads(const cpu_kernels *k, const float *const *q, int nh, kv_run x, int n, int64_t n_el, float *const *out) {
     if (x.half && k->dot_rows_f16_heads && nh > 1) {
-        for (int g = 0; g < nh; g += 4)
-            k->dot_rows_f16_heads(q + g, nh - g < 4 ? nh - g : 4, x.p, x.xs, n, n_el, out + g);
+        const int most = k->f16_heads_max;
+        for (int g = 0; g < nh; g += most)
+            k->dot_rows_f16_heads(q + g, nh - g < most ? nh - g : most, x.p, x.xs, n, n_el, out + g);
         return;
     }
     for (int g = 0; g < nh; g++)
@@ -1103,8 +1104,9 @@ static void rows_dot_heads(const cpu_kernels *k, const float *const *q, int nh, 
 
 static void rows_axpy_heads(const cpu_kernels *k, float *const *y, const float *const *a, int nh, kv_run x, int n, int64_t n_el) {
     if (x.half && k->axpy_rows_f16_heads && nh > 1) {
-        for (int g = 0; g < nh; g += 4)
-            k->axpy_rows_f16_heads(y + g, a + g, nh - g < 4 ? nh - g : 4, x.p, x.xs, n, n_el);
+        const int most = k->f16_heads_max;
+        for (int g = 0; g < nh; g += most)
+            k->axpy_rows_f16_heads(y + g, a + g, nh - g < most ? nh - g : most, x.p, x.xs, n, n_el);
         return;
     }
     for (int g = 0; g < nh; g++)

@@ -99,13 +99,15 @@ typedef struct cpu_kernels {
     void (*glu)(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n);
     /* cpu_exp_sum_scalar, bit for bit; never NULL */
     float (*exp_sum)(float *s, int64_t n, float m);
-    /* The same over the same rows for nq (1..4) query heads at once (a group sharing a KV head):
-     * each value converted once serves every head, and each head's results are bit for bit the
-     * one-head kernels' (out[h][r], y[h] with weights a[h]). NULL: the one-head kernels per head. */
+    /* The same over the same rows for nq (1..f16_heads_max) query heads at once (a group sharing a
+     * KV head): each value converted once serves every head, and each head's results are bit for
+     * bit the one-head kernels' (out[h][r], y[h] with weights a[h]). NULL: the one-head kernels
+     * per head. */
     void (*dot_rows_f16_heads)(const float *const *q, int nq, const uint16_t *x, size_t xs, int n, int64_t n_el,
                                float *const *out);
     void (*axpy_rows_f16_heads)(float *const *y, const float *const *a, int nq, const uint16_t *x, size_t xs, int n,
                                 int64_t n_el);
+    int f16_heads_max;
     /* the activation quantizers above, bit for bit; never NULL */
     void (*quantize_q8_32)(const float *x, act_q8_32 *out, int64_t n);
     void (*quantize_q8_256)(const float *x, act_q8_256 *out, int64_t n);

@@ -274,6 +274,14 @@ AVX2 static void axpy_rows_f32(float *y, const float *a, const float *x, size_t 
     }
 }
 
+/* Query heads the several-head f16 kernels take at once: eight in 512-bit registers (a group of
+ * six, as Qwen2.5's, in one pass over its rows), four in AVX2's. */
+#if X86_VNNI
+#define F16_HEADS_MAX 8
+#else
+#define F16_HEADS_MAX 4
+#endif
+
 /* The run kernels over an f16 cache (rows of halves, xs apart; n_el a multiple of 8): each load of
  * eight values becomes one conversion, so the cache is read at two bytes a value with no pass
  * through memory, and the products are the f32 kernels' in their order, bit for bit what those
@@ -312,20 +320,81 @@ AVX2 static void axpy_rows_f16(float *y, const float *a, const uint16_t *x, size
     }
 }
 
+#if X86_VNNI
+/* dot_rows_f16_nq for a head size of 32 * N32 values (constant: 64, 128, 256), two rows at a time
+ * for up to four heads: the loops straight-line, so that both rows' sums stay in registers and the
+ * two rows' chains of dependent multiply-adds overlap (one row's chain of N32 steps alone waits on
+ * each step); one row at a time for more heads, whose sums fill the registers. Each head's lanes
+ * take the same steps as in dot_lanes_h. */
+AVX2 static KERNEL_INLINE void dot_rows_f16_fixed(int NQ, int N32, const float *const *q, const uint16_t *x, size_t xs, int n,
+                                                  float *const *out) {
+    const int RR = NQ > 4 ? 1 : 2;
+    for (int r0 = 0; r0 < n; r0 += 8) {
+        const int nr = n - r0 < 8 ? n - r0 : 8;
+        __m256 lanes[F16_HEADS_MAX][8];
+        for (int r = 0; r < nr; r += RR) {
+            const int R = nr - r < RR ? nr - r : RR;
+            __m512 s01[2][F16_HEADS_MAX], s23[2][F16_HEADS_MAX];
+            UNROLL(2)
+            for (int i = 0; i < 2; i++)
+                UNROLL(8)
+                for (int h = 0; h < NQ; h++)
+                    s01[i][h] = s23[i][h] = _mm512_setzero_ps();
+            UNROLL(8)
+            for (int c = 0; c < N32; c++)
+                UNROLL(2)
+                for (int i = 0; i < 2; i++) {
+                    if (i >= R)
+                        break;
+                    const uint16_t *b = x + (size_t)(r0 + r + i) * xs + 32 * c;
+                    const __m512 k01 = ld_h16(b), k23 = ld_h16(b + 16);
+                    UNROLL(8)
+                    for (int h = 0; h < NQ; h++) {
+                        s01[i][h] = _mm512_fmadd_ps(_mm512_loadu_ps(q[h] + 32 * c), k01, s01[i][h]);
+                        s23[i][h] = _mm512_fmadd_ps(_mm512_loadu_ps(q[h] + 32 * c + 16), k23, s23[i][h]);
+                    }
+                }
+            UNROLL(2)
+            for (int i = 0; i < 2; i++)
+                UNROLL(8)
+                for (int h = 0; h < NQ && i < R; h++)
+                    lanes[h][r + i] = _mm256_add_ps(_mm256_add_ps(_mm512_castps512_ps256(s01[i][h]), hi256(s01[i][h])),
+                                                    _mm256_add_ps(_mm512_castps512_ps256(s23[i][h]), hi256(s23[i][h])));
+        }
+        for (int h = 0; h < NQ; h++) {
+            if (nr == 8) {
+                _mm256_storeu_ps(out[h] + r0, hsum8(lanes[h]));
+            } else {
+                for (int r = 0; r < nr; r++)
+                    out[h][r0 + r] = hsum(lanes[h][r]);
+            }
+        }
+    }
+}
+#endif
+
 /* dot_rows_f16 for NQ heads (inlined with a constant count): per row, each group of eight halves
  * converted once and multiplied into every head's four running sums, which are dot_lanes_h's,
  * added as it adds them; eight rows' lanes then reduced per head by hsum8, the rest by hsum. */
 AVX2 static KERNEL_INLINE void dot_rows_f16_nq(int NQ, const float *const *q, const uint16_t *x, size_t xs, int n, int64_t n_el,
                                                float *const *out) {
+#if X86_VNNI
+    switch (n_el) {
+    case 64: dot_rows_f16_fixed(NQ, 2, q, x, xs, n, out); return;
+    case 128: dot_rows_f16_fixed(NQ, 4, q, x, xs, n, out); return;
+    case 256: dot_rows_f16_fixed(NQ, 8, q, x, xs, n, out); return;
+    default: break;
+    }
+#endif
     for (int r0 = 0; r0 < n; r0 += 8) {
         const int nr = n - r0 < 8 ? n - r0 : 8;
-        __m256 lanes[4][8];
+        __m256 lanes[F16_HEADS_MAX][8];
         for (int r = 0; r < nr; r++) {
             const uint16_t *b = x + (size_t)(r0 + r) * xs;
-            __m256 s[4][4];
+            __m256 s[F16_HEADS_MAX][4];
             int64_t i = 0;
 #if X86_VNNI
-            __m512 s01[4], s23[4]; /* as dot_lanes: [s0 | s1], [s2 | s3] */
+            __m512 s01[F16_HEADS_MAX], s23[F16_HEADS_MAX]; /* as dot_lanes: [s0 | s1], [s2 | s3] */
             for (int h = 0; h < NQ; h++)
                 s01[h] = s23[h] = _mm512_setzero_ps();
             for (; i + 32 <= n_el; i += 32) {
@@ -379,7 +448,15 @@ AVX2 static void dot_rows_f16_heads(const float *const *q, int nq, const uint16_
     case 1: dot_rows_f16_nq(1, q, x, xs, n, n_el, out); break;
     case 2: dot_rows_f16_nq(2, q, x, xs, n, n_el, out); break;
     case 3: dot_rows_f16_nq(3, q, x, xs, n, n_el, out); break;
+#if X86_VNNI
+    case 4: dot_rows_f16_nq(4, q, x, xs, n, n_el, out); break;
+    case 5: dot_rows_f16_nq(5, q, x, xs, n, n_el, out); break;
+    case 6: dot_rows_f16_nq(6, q, x, xs, n, n_el, out); break;
+    case 7: dot_rows_f16_nq(7, q, x, xs, n, n_el, out); break;
+    default: dot_rows_f16_nq(8, q, x, xs, n, n_el, out); break;
+#else
     default: dot_rows_f16_nq(4, q, x, xs, n, n_el, out); break;
+#endif
     }
 }
 
@@ -388,8 +465,8 @@ AVX2 static void dot_rows_f16_heads(const float *const *q, int nq, const uint16_
  * of every head, over every row in order. Inlined with constant NQ and NV. */
 AVX2 static KERNEL_INLINE void axpy_f16_step(int NQ, int NV, float *const *y, const float *const *a, const uint16_t *x, size_t xs,
                                              int n, int64_t s0, __mmask16 last) {
-    __m512 acc[4][4];
-    UNROLL(4)
+    __m512 acc[F16_HEADS_MAX][4];
+    UNROLL(8)
     for (int h = 0; h < NQ; h++)
         UNROLL(4)
         for (int v = 0; v < NV; v++)
@@ -400,7 +477,7 @@ AVX2 static KERNEL_INLINE void axpy_f16_step(int NQ, int NV, float *const *y, co
         UNROLL(4)
         for (int v = 0; v < NV; v++)
             k[v] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(v == NV - 1 ? last : 0xffff, xr + 16 * v));
-        UNROLL(4)
+        UNROLL(8)
         for (int h = 0; h < NQ; h++) {
             const __m512 av = _mm512_set1_ps(a[h][r]);
             UNROLL(4)
@@ -408,7 +485,7 @@ AVX2 static KERNEL_INLINE void axpy_f16_step(int NQ, int NV, float *const *y, co
                 acc[h][v] = _mm512_fmadd_ps(av, k[v], acc[h][v]);
         }
     }
-    UNROLL(4)
+    UNROLL(8)
     for (int h = 0; h < NQ; h++)
         UNROLL(4)
         for (int v = 0; v < NV; v++)
@@ -426,9 +503,12 @@ AVX2 static KERNEL_INLINE void axpy_rows_f16_nq(int NQ, float *const *y, const f
      * stay in registers: with a count known only at run time they went through memory, at a
      * quarter of the speed), the last step's vectors masked to what is left: each value's steps
      * are the same whatever the vectors' width */
+    /* up to four heads 64 values a step, more 32: their sums fill the registers */
     int64_t s0 = 0;
-    for (; s0 + 64 <= n_el; s0 += 64)
+    for (; NQ <= 4 && s0 + 64 <= n_el; s0 += 64)
         axpy_f16_step(NQ, 4, y, a, x + s0, xs, n, s0, 0xffff);
+    for (; NQ > 4 && s0 + 32 <= n_el; s0 += 32)
+        axpy_f16_step(NQ, 2, y, a, x + s0, xs, n, s0, 0xffff);
     if (s0 < n_el) {
         const int64_t w = n_el - s0;
         const int nv = (int)((w + 15) / 16);
@@ -471,7 +551,15 @@ AVX2 static void axpy_rows_f16_heads(float *const *y, const float *const *a, int
     case 1: axpy_rows_f16_nq(1, y, a, x, xs, n, n_el); break;
     case 2: axpy_rows_f16_nq(2, y, a, x, xs, n, n_el); break;
     case 3: axpy_rows_f16_nq(3, y, a, x, xs, n, n_el); break;
+#if X86_VNNI
+    case 4: axpy_rows_f16_nq(4, y, a, x, xs, n, n_el); break;
+    case 5: axpy_rows_f16_nq(5, y, a, x, xs, n, n_el); break;
+    case 6: axpy_rows_f16_nq(6, y, a, x, xs, n, n_el); break;
+    case 7: axpy_rows_f16_nq(7, y, a, x, xs, n, n_el); break;
+    default: axpy_rows_f16_nq(8, y, a, x, xs, n, n_el); break;
+#else
     default: axpy_rows_f16_nq(4, y, a, x, xs, n, n_el); break;
+#endif
     }
 }
 
@@ -2425,6 +2513,7 @@ static const cpu_kernels avx2 = {
     .axpy_rows_f16 = axpy_rows_f16,
     .dot_rows_f16_heads = dot_rows_f16_heads,
     .axpy_rows_f16_heads = axpy_rows_f16_heads,
+    .f16_heads_max = F16_HEADS_MAX,
     .glu = glu,
     .exp_sum = exp_sum,
     .quantize_q8_32 = quantize_q8_32,
