@@ -905,13 +905,14 @@ AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
             const float *xj = x + 32 * j;
             const __m256i a = round8(xj, idv), c = round8(xj + 8, idv), e = round8(xj + 16, idv), g = round8(xj + 24, idv);
             pack32(a, c, e, g, out[b].q + 32 * j);
-            /* the halves off8 splits each 16 codes into (values 0-3 and 8-11, 4-7 and 12-15),
+            /* the halves neg_off8 splits each 16 codes into (values 0-3 and 8-11, 4-7 and 12-15),
              * then their sums */
             const __m256i s0 = _mm256_add_epi32(a, c), s1 = _mm256_add_epi32(e, g);
             const __m256i h = _mm256_hadd_epi32(s0, s1); /* lanes: s0 pairs, s1 pairs, per 128 half */
             const __m256i h2 = _mm256_hadd_epi32(h, h);  /* halves of the first 16 and the second, per 128 half */
             const __m128i lo = _mm256_castsi256_si128(h2), hi = _mm256_extracti128_si256(h2, 1);
-            _mm_storeu_si128((__m128i *)(out[b].off8 + 4 * j), _mm_slli_epi32(_mm_unpacklo_epi32(lo, hi), 5));
+            _mm_storeu_si128((__m128i *)(out[b].neg_off8 + 4 * j),
+                             _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(_mm_unpacklo_epi32(lo, hi), 5)));
             const __m128i r = _mm_add_epi32(lo, hi);
             out[b].bsums[2 * j] = (int16_t)_mm_cvtsi128_si32(r);
             out[b].bsums[2 * j + 1] = (int16_t)_mm_extract_epi32(r, 1);
@@ -1936,7 +1937,8 @@ AVX2 static KERNEL_INLINE void x8k_prep_k45(bool five, const x8k_q4_K *pb, x8k_p
  * NULL, made block by block): the sums acc[g * X8K_TOKENS + t] carried on (from zero at b0 = 0). Inlined with constant G, NT and format; a group's steps
  * are the same whatever G, NT and slice, so its rows get the same bits.
  * A lane's sum covers 16 codes of one sub-block; Q4_K's (codes 0..15) fits 16 bits, and so does
- * Q5_K's once 16 times the activations under it is taken off (codes -16..15: x->off16), so the
+ * Q5_K's once 16 times the activations under it is taken off (codes -16..15: its sums start from
+ * x->neg_off16), so the
  * pair's two sums pack to 16 bits and meet the weights' 6-bit scales (x8k_lane's order, from the
  * unpacked bytes' order by one shuffle); the activations' scales follow in float, the rows' d once
  * per block, exact until then (|sum| <= 2 * 16 * 16 * 127 * 63 < 2^24). What Q5_K took off comes
@@ -1979,7 +1981,12 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
             for (int g = 0; g < G; g++)
                 UNROLL(6)
                 for (int t = 0; t < NT; t++)
-                    slo[g][t] = shi[g][t] = _mm512_setzero_si512();
+                    if (five) { /* the sums start from what the fifth bits' +16 will add, negated */
+                        slo[g][t] = act_pair((const int8_t *)&x[t][b].neg_off16[4 * j]);
+                        shi[g][t] = act_pair((const int8_t *)&x[t][b].neg_off16[4 * j + 2]);
+                    } else {
+                        slo[g][t] = shi[g][t] = _mm512_setzero_si512();
+                    }
             UNROLL(4)
             for (int q = 0; q < 4; q++) {
                 __m512i lo[2], hi[2];
@@ -2010,10 +2017,6 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
             for (int g = 0; g < G; g++)
                 UNROLL(6)
                 for (int t = 0; t < NT; t++) {
-                    if (five) {
-                        slo[g][t] = _mm512_sub_epi32(slo[g][t], act_pair((const int8_t *)&x[t][b].off16[4 * j]));
-                        shi[g][t] = _mm512_sub_epi32(shi[g][t], act_pair((const int8_t *)&x[t][b].off16[4 * j + 2]));
-                    }
                     const __m512i prod = _mm512_madd_epi16(_mm512_packs_epi32(slo[g][t], shi[g][t]), _mm512_loadu_si512(pp[g]->sc[j]));
                     blk[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_broadcast_f32x4(_mm_loadu_ps(x[t][b].dsp + 4 * j)), blk[g][t]);
                 }
@@ -2086,7 +2089,7 @@ AVX2 static KERNEL_INLINE void x8k_prep_q6_K(const x8k_q6_K *pb, x8k_prep *out) 
 
 /* One pass of NT tokens over blocks [b0, b1) of G (1 or 2) groups gb bytes apart, as
  * x8k_pass_k45. A sub-block's four code vectors go to two sums per token, one per 16-value group;
- * lane 2r + e of a sum is eight of row r's values, whose +32 comes out exactly (x->off8), which
+ * lane 2r + e of a sum is eight of row r's values, whose +32 comes out exactly (x->neg_off8), which
  * leaves it within 16 bits (8 * 32 * 127). Packed to 16 bits, the two groups' sums then meet their
  * weights' scales in one vpmaddwd, which adds a row's two lanes too: one float step per sub-block
  * and token instead of one per group, exact until the conversion (|sum| <= 2 * 32512 * 128 <
@@ -2122,11 +2125,11 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_
             for (int k = 0; k < 4; k++) {
                 const int j = 4 * h + k;
                 __m512i s[2][2][X8K_TOKENS];
-                /* the sums start from what the codes' +32 adds (x->off8), taken off exactly */
+                /* the sums start from what the codes' +32 will add, negated (x->neg_off8) */
                 UNROLL(6)
                 for (int t = 0; t < NT; t++) {
-                    const __m512i o0 = _mm512_sub_epi32(_mm512_setzero_si512(), act_pair((const int8_t *)&x[t][b].off8[4 * j]));
-                    const __m512i o1 = _mm512_sub_epi32(_mm512_setzero_si512(), act_pair((const int8_t *)&x[t][b].off8[4 * j + 2]));
+                    const __m512i o0 = act_pair((const int8_t *)&x[t][b].neg_off8[4 * j]);
+                    const __m512i o1 = act_pair((const int8_t *)&x[t][b].neg_off8[4 * j + 2]);
                     UNROLL(2)
                     for (int g = 0; g < G; g++) {
                         s[g][0][t] = o0;

@@ -200,13 +200,13 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
             out[b].sp[j] = out[b].s[j / 2];
         for (int i = 0; i < 256; i++)
             out[b].q[i] = round_q(x[i] * id[i / 32]);
-        /* each 16 codes' sum from its two halves as off8 splits them */
+        /* each 16 codes' sum from its two halves as neg_off8 splits them */
         for (int g = 0; g < 16; g++) {
             int32_t half[2] = { 0, 0 };
             for (int i = 0; i < 16; i++)
                 half[i / 4 % 2] += out[b].q[16 * g + i];
-            out[b].off8[2 * g] = 32 * half[0];
-            out[b].off8[2 * g + 1] = 32 * half[1];
+            out[b].neg_off8[2 * g] = -32 * half[0];
+            out[b].neg_off8[2 * g + 1] = -32 * half[1];
             out[b].bsums[g] = (int16_t)(half[0] + half[1]);
         }
         cpu_q8_256_products(&out[b]);
@@ -221,7 +221,8 @@ void cpu_q8_256_products(act_q8_256 *a) {
     for (int i = 0; i < 16; i++) {
         a->dsp[i] = a->ds[i / 2];
         a->msp[i] = a->ms[i / 2];
-        a->off16[i] = (a->off8[2 * i - i % 2] + a->off8[2 * i - i % 2 + 2]) / 2; /* sub-block i / 2's two groups */
+        /* sub-block i / 2's two groups (multiples of 32: halved exactly) */
+        a->neg_off16[i] = (a->neg_off8[2 * i - i % 2] + a->neg_off8[2 * i - i % 2 + 2]) / 2;
     }
 }
 
