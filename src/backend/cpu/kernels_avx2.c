@@ -1944,7 +1944,8 @@ AVX2 static KERNEL_INLINE void x8k_prep_k45(bool five, const x8k_q4_K *pb, x8k_p
  * per block, exact until then (|sum| <= 2 * 16 * 16 * 127 * 63 < 2^24). What Q5_K took off comes
  * back with the minimums, d * 16 * scale - dmin * min being one coefficient per sub-block. */
 AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1,
-                                            const x8k_prep *prep, const act_q8_256 *const x[X8K_TOKENS], float (*acc_io)[16]) {
+                                            const x8k_prep *prep, bool fetch, const act_q8_256 *const x[X8K_TOKENS],
+                                            float (*acc_io)[16]) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
     const size_t block_bytes = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     __m512 acc[2][X8K_TOKENS];
@@ -1959,7 +1960,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
             pb[g] = (const x8k_q4_K *)((const char *)p + (size_t)g * gb + (size_t)b * block_bytes);
             qh[g] = five ? ((const x8k_q5_K *)pb[g])->qh : NULL;
             /* the block's scales ahead now, its codes as they are used */
-            for (size_t off = sizeof pb[g]->codes; off < block_bytes; off += 64)
+            for (size_t off = sizeof pb[g]->codes; fetch && off < block_bytes; off += 64)
                 _mm_prefetch((const char *)pb[g] + X8K_AHEAD + off, _MM_HINT_T1);
             if (prep) {
                 pp[g] = prep + g * X8K_SLICE + (b - b0);
@@ -1992,7 +1993,8 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
                 __m512i lo[2], hi[2];
                 UNROLL(2)
                 for (int g = 0; g < G; g++) {
-                    _mm_prefetch((const char *)pb[g]->codes[j][q] + X8K_AHEAD, _MM_HINT_T1);
+                    if (fetch)
+                        _mm_prefetch((const char *)pb[g]->codes[j][q] + X8K_AHEAD, _MM_HINT_T1);
                     const __m512i raw = _mm512_loadu_si512(pb[g]->codes[j][q]);
                     lo[g] = _mm512_and_si512(raw, m4);
                     hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
@@ -2096,7 +2098,7 @@ AVX2 static KERNEL_INLINE void x8k_prep_q6_K(const x8k_q6_K *pb, x8k_prep *out) 
  * 2^24). The rows' d is applied once per block. As for Q4_K, a token's broadcast activations
  * serve every group. */
 AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1, const x8k_prep *prep,
-                                             const act_q8_256 *const x[X8K_TOKENS], float (*acc_io)[16]) {
+                                             bool fetch, const act_q8_256 *const x[X8K_TOKENS], float (*acc_io)[16]) {
     __m512 acc[2][X8K_TOKENS];
     x8k_sums_in(G, NT, b0, acc_io, acc);
     for (int64_t b = b0; b < b1; b++) {
@@ -2143,7 +2145,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_
                     for (int g = 0; g < G; g++) {
                         /* the same bytes X8K_AHEAD on, asked for as they are used (a block's
                          * 27 lines asked for at once stall the loads behind them) */
-                        if (k == 0) {
+                        if (k == 0 && fetch) {
                             for (int v = 0; v < 3; v++)
                                 _mm_prefetch((const char *)pb[g]->q[h][q][v] + X8K_AHEAD, _MM_HINT_T1);
                             if (h == 1 && q < 3)
@@ -2372,11 +2374,11 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
 #if X86_VNNI
 /* The pass of one K-quant format, constant after inlining. */
 AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int G, int NT, const void *packed, size_t gb, int64_t b0, int64_t b1,
-                                        const x8k_prep *prep, const act_q8_256 *const x[X8K_TOKENS], float (*acc)[16]) {
+                                        const x8k_prep *prep, bool fetch, const act_q8_256 *const x[X8K_TOKENS], float (*acc)[16]) {
     if (type == QUANT_Q6_K)
-        x8k_pass_q6_K(G, NT, packed, gb, b0, b1, prep, x, acc);
+        x8k_pass_q6_K(G, NT, packed, gb, b0, b1, prep, fetch, x, acc);
     else
-        x8k_pass_k45(type == QUANT_Q5_K, G, NT, packed, gb, b0, b1, prep, x, acc);
+        x8k_pass_k45(type == QUANT_Q5_K, G, NT, packed, gb, b0, b1, prep, fetch, x, acc);
 }
 
 /* Tokens per call of x8k_tokens: its sums wait in memory between slices (12 KB). */
@@ -2403,12 +2405,12 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *pack
             const char *pg = (const char *)packed + (size_t)g * gb;
             float acc[X8K_TOKENS][16];
             switch (n_tok) {
-            case 1: x8k_pass(type, 1, 1, pg, gb, 0, nb, NULL, x, acc); break;
-            case 2: x8k_pass(type, 1, 2, pg, gb, 0, nb, NULL, x, acc); break;
-            case 3: x8k_pass(type, 1, 3, pg, gb, 0, nb, NULL, x, acc); break;
-            case 4: x8k_pass(type, 1, 4, pg, gb, 0, nb, NULL, x, acc); break;
-            case 5: x8k_pass(type, 1, 5, pg, gb, 0, nb, NULL, x, acc); break;
-            default: x8k_pass(type, 1, 6, pg, gb, 0, nb, NULL, x, acc); break;
+            case 1: x8k_pass(type, 1, 1, pg, gb, 0, nb, NULL, true, x, acc); break;
+            case 2: x8k_pass(type, 1, 2, pg, gb, 0, nb, NULL, true, x, acc); break;
+            case 3: x8k_pass(type, 1, 3, pg, gb, 0, nb, NULL, true, x, acc); break;
+            case 4: x8k_pass(type, 1, 4, pg, gb, 0, nb, NULL, true, x, acc); break;
+            case 5: x8k_pass(type, 1, 5, pg, gb, 0, nb, NULL, true, x, acc); break;
+            default: x8k_pass(type, 1, 6, pg, gb, 0, nb, NULL, true, x, acc); break;
             }
             for (int t = 0; t < n_tok; t++)
                 x8k_store_rows(y + (size_t)t * ys + 8 * g, _mm512_loadu_ps(acc[t]));
@@ -2437,10 +2439,10 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *pack
                 for (int t = 0; t < X8K_TOKENS; t++)
                     x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(tt + (t < nt ? t : 0)) * xs);
                 switch (nt) {
-                case 1: x8k_pass(type, G, 1, packed, gb, b0, b1, prep, x, acc[i]); break;
-                case 2: x8k_pass(type, G, 2, packed, gb, b0, b1, prep, x, acc[i]); break;
-                case 3: x8k_pass(type, G, 3, packed, gb, b0, b1, prep, x, acc[i]); break;
-                default: x8k_pass(type, G, 4, packed, gb, b0, b1, prep, x, acc[i]); break;
+                case 1: x8k_pass(type, G, 1, packed, gb, b0, b1, prep, i == 0, x, acc[i]); break;
+                case 2: x8k_pass(type, G, 2, packed, gb, b0, b1, prep, i == 0, x, acc[i]); break;
+                case 3: x8k_pass(type, G, 3, packed, gb, b0, b1, prep, i == 0, x, acc[i]); break;
+                default: x8k_pass(type, G, 4, packed, gb, b0, b1, prep, i == 0, x, acc[i]); break;
                 }
             }
         }
