@@ -447,18 +447,56 @@ AVX2 static void dot_rows_f16_heads(const float *const *q, int nq, const uint16_
     switch (nq) {
     case 1: dot_rows_f16_nq(1, q, x, xs, n, n_el, out); break;
     case 2: dot_rows_f16_nq(2, q, x, xs, n, n_el, out); break;
-    case 3: dot_rows_f16_nq(3, q, x, xs, n, n_el, out); break;
 #if X86_VNNI
+    case 3: dot_rows_f16_nq(3, q, x, xs, n, n_el, out); break;
     case 4: dot_rows_f16_nq(4, q, x, xs, n, n_el, out); break;
     case 5: dot_rows_f16_nq(5, q, x, xs, n, n_el, out); break;
     case 6: dot_rows_f16_nq(6, q, x, xs, n, n_el, out); break;
     case 7: dot_rows_f16_nq(7, q, x, xs, n, n_el, out); break;
     default: dot_rows_f16_nq(8, q, x, xs, n, n_el, out); break;
 #else
-    default: dot_rows_f16_nq(4, q, x, xs, n, n_el, out); break;
+    /* two heads at a time: three or four heads' sums (12, 16 registers) and the converted values
+     * spill */
+    default:
+        dot_rows_f16_nq(2, q, x, xs, n, n_el, out);
+        dot_rows_f16_heads(q + 2, nq - 2, x, xs, n, n_el, out + 2);
+        break;
 #endif
     }
 }
+
+#if !X86_VNNI
+/* One step of axpy_rows_f16_nq, AVX2: NV vectors of 8 values from value s0 of every head, over
+ * every row in order. Inlined with constant NQ and NV. */
+AVX2 static KERNEL_INLINE void axpy_f16_step8(int NQ, int NV, float *const *y, const float *const *a, const uint16_t *x, size_t xs,
+                                              int n, int64_t s0) {
+    __m256 acc[4][4];
+    UNROLL(4)
+    for (int h = 0; h < NQ; h++)
+        UNROLL(4)
+        for (int v = 0; v < NV; v++)
+            acc[h][v] = _mm256_loadu_ps(y[h] + s0 + 8 * v);
+    for (int r = 0; r < n; r++) {
+        const uint16_t *xr = x + (size_t)r * xs;
+        __m256 k[4];
+        UNROLL(4)
+        for (int v = 0; v < NV; v++)
+            k[v] = ld_h8(xr + 8 * v);
+        UNROLL(4)
+        for (int h = 0; h < NQ; h++) {
+            const __m256 av = _mm256_set1_ps(a[h][r]);
+            UNROLL(4)
+            for (int v = 0; v < NV; v++)
+                acc[h][v] = _mm256_fmadd_ps(av, k[v], acc[h][v]);
+        }
+    }
+    UNROLL(4)
+    for (int h = 0; h < NQ; h++)
+        UNROLL(4)
+        for (int v = 0; v < NV; v++)
+            _mm256_storeu_ps(y[h] + s0 + 8 * v, acc[h][v]);
+}
+#endif
 
 #if X86_VNNI
 /* One step of axpy_rows_f16_nq: NV vectors of 16 values (the last masked by last) from value s0
@@ -521,26 +559,18 @@ AVX2 static KERNEL_INLINE void axpy_rows_f16_nq(int NQ, float *const *y, const f
         }
     }
 #else
-    for (int64_t s0 = 0; s0 < n_el; s0 += 32) {
-        const int nv = (int)((n_el - s0 < 32 ? n_el - s0 : 32) / 8);
-        __m256 acc[4][4];
-        for (int h = 0; h < NQ; h++)
-            for (int v = 0; v < nv; v++)
-                acc[h][v] = _mm256_loadu_ps(y[h] + s0 + 8 * v);
-        for (int r = 0; r < n; r++) {
-            const uint16_t *xr = x + (size_t)r * xs + s0;
-            __m256 k[4];
-            for (int v = 0; v < nv; v++)
-                k[v] = ld_h8(xr + 8 * v);
-            for (int h = 0; h < NQ; h++) {
-                const __m256 av = _mm256_set1_ps(a[h][r]);
-                for (int v = 0; v < nv; v++)
-                    acc[h][v] = _mm256_fmadd_ps(av, k[v], acc[h][v]);
-            }
-        }
-        for (int h = 0; h < NQ; h++)
-            for (int v = 0; v < nv; v++)
-                _mm256_storeu_ps(y[h] + s0 + 8 * v, acc[h][v]);
+    /* 32 values a step for up to two heads, 16 for more (constant counts: the sums stay in the 16
+     * registers), then what is left */
+    int64_t s0 = 0;
+    for (; NQ <= 2 && s0 + 32 <= n_el; s0 += 32)
+        axpy_f16_step8(NQ, 4, y, a, x + s0, xs, n, s0);
+    for (; NQ > 2 && s0 + 16 <= n_el; s0 += 16)
+        axpy_f16_step8(NQ, 2, y, a, x + s0, xs, n, s0);
+    switch ((n_el - s0) / 8) {
+    case 1: axpy_f16_step8(NQ, 1, y, a, x + s0, xs, n, s0); break;
+    case 2: axpy_f16_step8(NQ, 2, y, a, x + s0, xs, n, s0); break;
+    case 3: axpy_f16_step8(NQ, 3, y, a, x + s0, xs, n, s0); break;
+    default: break;
     }
 #endif
 }
