@@ -36,6 +36,11 @@ int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...);
 int cli_fail(const char *fmt, ...);
 /* A process of a pipeline other than process 0: serves the command's model (worker.c). */
 int cli_worker(int argc, char **argv);
+/* --model-dir FOLDER or HOST:FOLDER,...,[FOLDER] (model_dir.c): taken out of argv, this machine's
+ * folder (host: its name, "" when unknown) kept for cli_model_path; false after printing why. */
+bool cli_model_dir_take(int *argc, char **argv, const char *host);
+/* The folder --model-dir gave this process ("" when none). */
+const char *cli_model_dir(void);
 bool cli_is_help(const char *arg);
 /* Parses a whole decimal integer within [lo, hi]. */
 bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);

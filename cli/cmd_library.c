@@ -466,7 +466,29 @@ static int from_library(const char *models_dir, const library_name *n, const cha
     return rc;
 }
 
+/* Whether a path starts at a root (/x, \\x, C:\x, C:/x) rather than in the current folder. */
+static bool is_absolute(const char *p) {
+    return p[0] == '/' || p[0] == '\\' || (p[0] && p[1] == ':' && (p[2] == '\\' || p[2] == '/'));
+}
+
 const char *cli_model_path(const char *arg, char *out, size_t size) {
+    /* --model-dir: a relative path is this machine's folder's file */
+    const char *dir = cli_model_dir();
+    if (dir[0] && !is_absolute(arg)) {
+        plat_file_info in_dir;
+        if ((size_t)snprintf(out, size, "%s/%s", dir, arg) >= size) {
+            cli_fail("%s/%s: the path is too long", dir, arg);
+            return NULL;
+        }
+        plat_file_info_of(out, &in_dir);
+        if (in_dir.exists && !in_dir.is_dir)
+            return out;
+        library_name name;
+        if (library_looks_like_path(arg) || library_name_parse(arg, &name, NULL) != BRASA_OK) {
+            cli_fail("%s: not in %s (--model-dir)", arg, dir);
+            return NULL;
+        }
+    }
     plat_file_info info;
     plat_file_info_of(arg, &info);
     library_name n;

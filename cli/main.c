@@ -47,6 +47,8 @@ static void print_usage(FILE *out) {
         if (commands[i].synopsis)
             fprintf(out, "  %-20s%s\n", commands[i].synopsis, commands[i].help);
     fputs("\nMODEL is a GGUF file or a Hugging Face name, OWNER/REPO[:QUANT], pulled when missing.\n"
+          "--model-dir FOLDER, or HOST:FOLDER,...[,FOLDER] (each machine of an mpirun its own), is\n"
+          "where a model's relative path is looked up, for every command.\n"
           "Run 'brasa COMMAND --help' for a command's options.\n", out);
 }
 
@@ -83,7 +85,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "brasa: %s\n", err.message);
         return CLI_FAILED;
     }
-    const int rc = rank > 0 ? cli_worker(argc - 1, argv + 1) : dispatch(argc, argv);
+    int rc;
+    if (!cli_model_dir_take(&argc, argv, brasa_group_host_name()))
+        rc = rank > 0 ? (brasa_group_serve(NULL, "its --model-dir is wrong (its own message says how)") ? CLI_FAILED : CLI_OK)
+                      : CLI_USAGE;
+    else
+        rc = rank > 0 ? cli_worker(argc - 1, argv + 1) : dispatch(argc, argv);
     brasa_group_stop();
     return rc;
 }

@@ -100,6 +100,7 @@ set(BRASA_CLI_SOURCES
   cli/cmd_tune.c
   cli/cmd_library.c
   cli/worker.c
+  cli/model_dir.c
 )
 
 # The server: built when libmicrohttpd and cJSON are found (see CMakeLists.txt).

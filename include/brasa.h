@@ -289,6 +289,8 @@ int brasa_group_serve(const brasa_model *model, const char *why_not);
 void brasa_group_stop(void);
 /* The processes in the group (1 alone). */
 int brasa_group_size(void);
+/* The name of this process's machine, as the group's launcher knows it ("" alone). */
+const char *brasa_group_host_name(void);
 /* A process's machine, as that process measured it. */
 typedef struct brasa_group_host {
     char name[64];                          /* the machine's name ("?" when unknown) */

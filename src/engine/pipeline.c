@@ -477,6 +477,10 @@ int brasa_group_size(void) {
     return dist_size();
 }
 
+const char *brasa_group_host_name(void) {
+    return dist_host();
+}
+
 brasa_status brasa_group_hosts(brasa_group_host *out, int n, brasa_error *err) {
     if (dist_rank() != 0 || n < dist_size())
         return err_set(err, BRASA_ERR_INVALID_ARGUMENT, "the group's hosts are for process 0, with room for %d", dist_size());

@@ -2,7 +2,8 @@
 """One model split across processes with MPI, on this machine (mpirun -n 2 and 3, oversubscribed):
 - the logits of every position of a 100-token prompt and 8 greedy tokens are bit for bit those of
   one process (batch 512 there, steps of 64 in the pipeline), on each real model;
-- `brasa run` writes the same text (with --split shares too), `brasa bench --json` reports the
+- `brasa run` writes the same text (with --split shares too, and the model found by its file name in
+  --model-dir's folder for this machine), `brasa bench --json` reports the
   pipeline and its link, and `brasa serve` answers the openai client (concurrent requests, a
   stream) as one process does;
 - a process killed in the middle of a stream: the client gets an error, mpirun ends non-zero within
@@ -26,6 +27,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -125,6 +127,17 @@ def check_run_and_bench(a, model):
         two = run([*mpirun(2), a.brasa, "run", "-m", model, *prompt, *extra])
         expect(f"run under 2 processes{' --split ' + split if split else ''}: same text", two.returncode == 0 and
                two.stdout == one.stdout and one.stdout.strip(), f"{two.stdout!r} vs {one.stdout!r} {two.stderr[-400:]}")
+    # --model-dir: each machine's folder (this machine named among others), the model by its file name
+    folder, name = os.path.split(os.path.abspath(model))
+    host = socket.gethostname()
+    for dirs in (folder, f"elsewhere:/nonexistent,{host}:{folder}", f"elsewhere:/nonexistent,{folder}"):
+        got = run([*mpirun(2), a.brasa, "run", "-m", name, "--model-dir", dirs, *prompt])
+        expect(f"run under 2 processes with --model-dir {dirs!r}: same text", got.returncode == 0 and got.stdout == one.stdout,
+               f"{got.stdout!r} vs {one.stdout!r} {got.stderr[-400:]}")
+    for dirs, why in (("/nonexistent", "no folder"), ("elsewhere:/x", "no folder for this machine"),
+                      ("elsewhere:", "HOST:FOLDER")):
+        bad = run([*mpirun(2), a.brasa, "run", "-m", name, "--model-dir", dirs, *prompt])
+        expect(f"--model-dir {dirs!r}: an error saying why", bad.returncode != 0 and why in bad.stderr, bad.stderr[-400:])
     alone = run([a.brasa, "run", "-m", model, *prompt, "--split", "1,1"])
     expect("--split in a process started alone: an error naming it", alone.returncode != 0 and "--split" in alone.stderr,
            alone.stderr[-400:])
