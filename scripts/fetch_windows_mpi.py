@@ -4,15 +4,17 @@ step): Intel MPI's headers and import library (impi_devel) and its DLL (impi_rt)
 win_amd64 wheels on PyPI, checked by sha256. They stand in for MS-MPI's SDK, which no registry this
 project reaches carries: the same MPI C interface (mpi.h) and an import library to link.
 
-Unpacked into $BRASA_CACHE_DIR/windows-mpi (else $XDG_CACHE_HOME/brasa/..., else ~/.cache/brasa/...)
-as include/, lib/ and bin/, once; prints that directory. Exits 1 when a download or a check fails.
+Unpacked into windows-mpi-sdk/ in the test models' cache (fetch_models.cache_dir) as include/, lib/
+and bin/, once; prints that directory. Exits 1 when a download or a check fails.
 """
-import hashlib
 import os
 import subprocess
 import sys
 import tempfile
 import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fetch_models import cache_dir, sha256_of  # noqa: E402  (the test material's cache and its check)
 
 VERSION = "2021.19.0"
 # wheel -> (its sha256, the members to take: path inside the wheel's Library/ folder)
@@ -28,22 +30,8 @@ WHEELS = {
 }
 
 
-def cache_dir():
-    base = os.environ.get("BRASA_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "brasa")
-    return os.path.join(base, "windows-mpi")
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def main():
-    out = cache_dir()
+    out = os.path.join(cache_dir(), "windows-mpi-sdk")
     done = os.path.join(out, f".{VERSION}")
     if os.path.exists(done):
         print(out)
@@ -59,7 +47,7 @@ def main():
             if r.returncode != 0 or not os.path.exists(path):
                 print(f"fetch_windows_mpi: {package}=={VERSION}: download failed: {r.stderr[-400:]}", file=sys.stderr)
                 return 1
-            got = sha256(path)
+            got = sha256_of(path)
             if got != digest:
                 print(f"fetch_windows_mpi: {wheel}: sha256 {got}, expected {digest}", file=sys.stderr)
                 return 1
