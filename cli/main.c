@@ -14,29 +14,31 @@ static int cmd_serve_missing(int argc, char **argv) {
 }
 #endif
 
+/* opens_model: the command takes a model file (a relative path --model-dir applies to) */
 static const struct {
     const char *name, *synopsis, *help;
     int (*run)(int argc, char **argv);
+    bool opens_model;
 } commands[] = {
-    { "info", "info MODEL", "describe a model file: architecture, shape, tokenizer, tensors", cmd_info },
-    { "tokenize", "tokenize -m MODEL", "turn text into token ids", cmd_tokenize },
-    { "detokenize", "detokenize -m MODEL", "turn token ids into text", cmd_detokenize },
-    { "embed", "embed -m MODEL TEXT", "the embedding vector of a text (embedding models such as bert)", cmd_embed },
-    { "template", "template MODEL", "print the prompt a model's chat template makes of messages", cmd_template },
-    { "run", "run -m MODEL -p TXT", "generate text after a prompt", cmd_run },
-    { "chat", "chat -m MODEL", "talk with a model in the terminal", cmd_chat },
-    { "bench", "bench -m MODEL", "measure prompt and generation speed (tokens/s)", cmd_bench },
-    { "fit", "fit MODEL", "will it fit a device, at what context, how fast (--compare: every device)", cmd_fit },
-    { "doctor", "doctor", "what this machine has and what brasa can do with it", cmd_doctor },
-    { "cost", "cost", "what local inference costs against a cloud API", cmd_cost },
-    { "tune", "tune -m MODEL", "measure a GPU's kernel variants for a model and keep the fastest", cmd_tune },
-    { "pull", "pull OWNER/REPO[:Q]", "download a GGUF model from Hugging Face into the library", cmd_pull },
-    { "list", "list", "the models in the library: name, quant, size, path", cmd_list },
-    { "rm", "rm OWNER/REPO[:Q]", "remove a model from the library", cmd_rm },
+    { "info", "info MODEL", "describe a model file: architecture, shape, tokenizer, tensors", cmd_info, true },
+    { "tokenize", "tokenize -m MODEL", "turn text into token ids", cmd_tokenize, true },
+    { "detokenize", "detokenize -m MODEL", "turn token ids into text", cmd_detokenize, true },
+    { "embed", "embed -m MODEL TEXT", "the embedding vector of a text (embedding models such as bert)", cmd_embed, true },
+    { "template", "template MODEL", "print the prompt a model's chat template makes of messages", cmd_template, true },
+    { "run", "run -m MODEL -p TXT", "generate text after a prompt", cmd_run, true },
+    { "chat", "chat -m MODEL", "talk with a model in the terminal", cmd_chat, true },
+    { "bench", "bench -m MODEL", "measure prompt and generation speed (tokens/s)", cmd_bench, true },
+    { "fit", "fit MODEL", "will it fit a device, at what context, how fast (--compare: every device)", cmd_fit, true },
+    { "doctor", "doctor", "what this machine has and what brasa can do with it", cmd_doctor, false },
+    { "cost", "cost", "what local inference costs against a cloud API", cmd_cost, false },
+    { "tune", "tune -m MODEL", "measure a GPU's kernel variants for a model and keep the fastest", cmd_tune, true },
+    { "pull", "pull OWNER/REPO[:Q]", "download a GGUF model from Hugging Face into the library", cmd_pull, false },
+    { "list", "list", "the models in the library: name, quant, size, path", cmd_list, false },
+    { "rm", "rm OWNER/REPO[:Q]", "remove a model from the library", cmd_rm, false },
 #ifdef BRASA_SERVER
-    { "serve", "serve -m MODEL", "serve an OpenAI-compatible API and a chat page over HTTP", cmd_serve },
+    { "serve", "serve -m MODEL", "serve an OpenAI-compatible API and a chat page over HTTP", cmd_serve, true },
 #else
-    { "serve", NULL, NULL, cmd_serve_missing }, /* not listed: the build has no server */
+    { "serve", NULL, NULL, cmd_serve_missing, true }, /* not listed: the build has no server */
 #endif
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -48,7 +50,7 @@ static void print_usage(FILE *out) {
             fprintf(out, "  %-20s%s\n", commands[i].synopsis, commands[i].help);
     fputs("\nMODEL is a GGUF file or a Hugging Face name, OWNER/REPO[:QUANT], pulled when missing.\n"
           "--model-dir FOLDER, or HOST:FOLDER,...[,FOLDER] (each machine of an mpirun its own), is\n"
-          "where a model's relative path is looked up, for every command.\n"
+          "where a model's relative path is looked up, for every command that opens a model.\n"
           "Run 'brasa COMMAND --help' for a command's options.\n", out);
 }
 
@@ -66,9 +68,15 @@ static int dispatch(int argc, char **argv) {
         printf("brasa %s\n", BRASA_VERSION_STRING);
         return CLI_OK;
     }
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(cmd, commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (strcmp(cmd, commands[i].name) != 0)
+            continue;
+        if (cli_model_dir()[0] && !commands[i].opens_model) {
+            fprintf(stderr, "brasa %s: --model-dir is for the commands that open a model file\n", cmd);
+            return CLI_USAGE;
+        }
+        return commands[i].run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "brasa: unknown command '%s'\n\n", cmd);
     print_usage(stderr);
     return CLI_USAGE;

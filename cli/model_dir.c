@@ -35,10 +35,15 @@ static bool choose(const char *value, const char *host) {
             cli_fail("--model-dir '%s': each entry is FOLDER or HOST:FOLDER, separated by commas", value);
             return false;
         }
-        if (!colon) {
+        const bool plain = !colon, here = colon && host[0] && (size_t)(colon - p) == strlen(host) && memcmp(p, host, strlen(host)) == 0;
+        if ((plain && fallback) || (here && mine)) {
+            cli_fail("--model-dir '%s': two folders for %s", value, plain ? "the machines not named" : host);
+            return false;
+        }
+        if (plain) {
             fallback = p;
             fallback_len = n;
-        } else if (host[0] && (size_t)(colon - p) == strlen(host) && strncmp(p, host, strlen(host)) == 0) {
+        } else if (here) {
             mine = colon + 1;
             mine_len = n - (size_t)(colon - p) - 1;
         }
@@ -72,6 +77,10 @@ bool cli_model_dir_take(int *argc, char **argv, const char *host) {
             continue;
         if (i + 1 >= *argc) {
             cli_fail("--model-dir needs a value: FOLDER, or HOST:FOLDER,HOST:FOLDER,...");
+            return false;
+        }
+        if (chosen[0]) {
+            cli_fail("--model-dir given twice: one value names every machine's folder");
             return false;
         }
         if (!choose(argv[i + 1], host ? host : ""))

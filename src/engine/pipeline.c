@@ -194,7 +194,7 @@ brasa_status pipe_plan_layers(const brasa_model *m, const char *split, pipe_plan
         for (; r < n; r++) {
             bytes = r == 0 ? head : 0;
             for (int32_t il = out->first[r]; il < out->end[r]; il++)
-                bytes += arch_layer_bytes(&w->layers[il]);
+                bytes += layer_bytes[il];
             if (memory[r] && bytes > memory[r])
                 break;
         }
@@ -368,6 +368,10 @@ int pipe_worker_run(const brasa_model *m, const char *why) {
             free(buf);
             return 0;
         case PIPE_CREATE: {
+            if (bytes != sizeof msg + sizeof(pipe_plan)) {
+                err_set(&err, BRASA_ERR_INTERNAL, "a context's plan in a message of %zu bytes", bytes);
+                fail(&err);
+            }
             brasa_context_free(c);
             c = NULL;
             brasa_context_params p = brasa_context_default_params();
@@ -377,9 +381,8 @@ int pipe_worker_run(const brasa_model *m, const char *why) {
             p.n_seq = msg.n_seq;
             p.kv_type = msg.kv_type;
             pipe_report made = { .ok = 1 };
-            pipe_plan plan = { 0 };
-            if (bytes == sizeof msg + sizeof plan)
-                memcpy(&plan, buf + sizeof msg, sizeof plan);
+            pipe_plan plan;
+            memcpy(&plan, buf + sizeof msg, sizeof plan);
             if (!m) {
                 made.ok = 0;
                 made.status = BRASA_ERR_IO;

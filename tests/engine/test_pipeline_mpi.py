@@ -135,9 +135,14 @@ def check_run_and_bench(a, model):
         expect(f"run under 2 processes with --model-dir {dirs!r}: same text", got.returncode == 0 and got.stdout == one.stdout,
                f"{got.stdout!r} vs {one.stdout!r} {got.stderr[-400:]}")
     for dirs, why in (("/nonexistent", "no folder"), ("elsewhere:/x", "no folder for this machine"),
-                      ("elsewhere:", "HOST:FOLDER")):
+                      ("elsewhere:", "HOST:FOLDER"), (f"{host}:{folder},{host}:/x", "two folders"),
+                      (f"{folder},/x", "two folders")):
         bad = run([*mpirun(2), a.brasa, "run", "-m", name, "--model-dir", dirs, *prompt])
         expect(f"--model-dir {dirs!r}: an error saying why", bad.returncode != 0 and why in bad.stderr, bad.stderr[-400:])
+    for args, why in ((["run", "-m", name, "--model-dir", folder, "--model-dir", folder, *prompt], "given twice"),
+                      (["list", "--model-dir", folder], "commands that open a model")):
+        bad = run([a.brasa, *args])
+        expect(f"brasa {args[0]} with {why!r}: an error", bad.returncode != 0 and why in bad.stderr, bad.stderr[-400:])
     alone = run([a.brasa, "run", "-m", model, *prompt, "--split", "1,1"])
     expect("--split in a process started alone: an error naming it", alone.returncode != 0 and "--split" in alone.stderr,
            alone.stderr[-400:])
