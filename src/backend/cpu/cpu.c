@@ -214,12 +214,14 @@ typedef struct matmul_job {
 
 /* Tokens per pass over a chunk's eight-row groups: at most 64, and no more than whose 8-bit
  * activations fit MATMUL_X8_ACT_BYTES, so that they stay in the second-level cache (1 MB and up on
- * the CPUs with the eight-row kernels) while each group of the chunk passes over them. Where that
- * takes fewer (wide rows: 25 KB a token for Qwen2.5 1.5B's 8960-wide down projection), a chunk
- * takes MATMUL_BATCH_WIDE_ROWS rows, so that more rows share each fetch of the activations from
- * the third level. One thread, 64 rows of 8960 Q4_K by 16 tokens at a time: 289 G multiply-adds/s
- * against 211 by 64 (Zen 5); in Qwen2.5 1.5B's pp512 a few percent (274 -> 280 tokens/s, near the
- * noise). */
+ * the CPUs with the eight-row kernels) while each group of the chunk passes over them: whole rows'
+ * activations, or a slice's where the kernel takes every group of a call over one slice of the
+ * rows before the next (x8_slice). Where whole rows take fewer (wide rows: 25 KB a token for
+ * Qwen2.5 1.5B's 8960-wide down projection), a chunk takes MATMUL_BATCH_WIDE_ROWS rows, so that
+ * more rows share each fetch of the activations. One thread, 64 rows of 8960 Q4_K by 16 tokens at
+ * a time: 289 G multiply-adds/s against 211 by 64 (Zen 5), whole rows; the VNNI K-quant kernels'
+ * slices (12 blocks: 40 tokens a pass for those rows) took the same product by 12 tokens at a time
+ * to 40 from 268-276 to 270-290, and Q6_K's from 180-185 to 204-245. */
 #define MATMUL_X8_TOKENS 64
 #define MATMUL_X8_ACT_BYTES (384 * 1024)
 #define MATMUL_BATCH_WIDE_ROWS 64
@@ -374,6 +376,14 @@ static brasa_status quantize_activations(cpu_impl *c, const bk_tensor *x, bool k
     return BRASA_OK;
 }
 
+/* Tokens whose 8-bit activations of act_bytes each fit MATMUL_X8_ACT_BYTES: 4 to MATMUL_X8_TOKENS. */
+static int64_t x8_tokens_fitting(size_t act_bytes) {
+    if (act_bytes == 0)
+        return MATMUL_X8_TOKENS;
+    const int64_t n = (int64_t)(MATMUL_X8_ACT_BYTES / act_bytes) / 4 * 4;
+    return n < 4 ? 4 : n > MATMUL_X8_TOKENS ? MATMUL_X8_TOKENS : n;
+}
+
 /* Runs products as one pool job: item i multiplies its weights by its rows of x (items[i].x,
  * starting at x_row0), each filled in with w, x, y and bias. Quantizes x once per block layout. */
 static brasa_status run_products(cpu_impl *c, const bk_tensor *x, matmul_item *items, int n, brasa_error *err) {
@@ -396,11 +406,20 @@ static brasa_status run_products(cpu_impl *c, const bk_tensor *x, matmul_item *i
         max_tokens = xi->ne1 > max_tokens ? xi->ne1 : max_tokens;
     }
     /* tokens per pass over a chunk's groups (the products' activations are 8-bit blocks of 256
-     * values or fewer, about 2.8 bytes a value at most) */
-    const size_t act_row_max = (size_t)max_in / QK_K * sizeof(act_q8_256) + sizeof(act_q8_256);
-    job.x8_tokens = (int64_t)(MATMUL_X8_ACT_BYTES / act_row_max) / 4 * 4;
-    job.x8_tokens = job.x8_tokens < 4 ? 4 : job.x8_tokens > MATMUL_X8_TOKENS ? MATMUL_X8_TOKENS : job.x8_tokens;
-    const int64_t batch_rows = job.x8_tokens < MATMUL_X8_TOKENS ? MATMUL_BATCH_WIDE_ROWS : MATMUL_BATCH_CHUNK_ROWS;
+     * values or fewer, about 2.8 bytes a value at most): those whose whole rows fit, or where the
+     * kernel holds a slice of them at a time (x8_slice), whose slices fit */
+    size_t act_row_max = 0, act_held_max = 0;
+    for (int i = 0; i < n; i++) {
+        const int64_t in = items[i].w.ne0, slice = c->k->x8_slice[items[i].w.type];
+        const size_t row = (size_t)in / QK_K * sizeof(act_q8_256) + sizeof(act_q8_256);
+        const size_t held = slice && slice < in ? (size_t)slice / QK_K * sizeof(act_q8_256) + sizeof(act_q8_256) : row;
+        act_row_max = row > act_row_max ? row : act_row_max;
+        act_held_max = held > act_held_max ? held : act_held_max;
+    }
+    job.x8_tokens = x8_tokens_fitting(act_held_max);
+    /* rows too wide for a full pass of tokens: chunks of more rows, which share each slice's
+     * activations while they are in cache */
+    const int64_t batch_rows = x8_tokens_fitting(act_row_max) < MATMUL_X8_TOKENS ? MATMUL_BATCH_WIDE_ROWS : MATMUL_BATCH_CHUNK_ROWS;
     /* scratch: dequantized rows (float prefill) or a chunk's rows in an eight-row layout */
     size_t need = MATMUL_ROW_TILE * (size_t)max_in;
     for (int i = 0; i < n; i++)

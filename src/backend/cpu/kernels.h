@@ -137,6 +137,10 @@ typedef struct cpu_kernels {
     void (*x8_repack[QUANT_TYPE_COUNT])(const void *rows, size_t row_bytes, int64_t k, void *packed);
     void (*x8_gemm[QUANT_TYPE_COUNT])(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y,
                                       size_t ys);
+    /* Values of each row x8_gemm takes at a time across all of a call's groups before the next ones
+     * (0: whole rows, group by group): a call's tokens' activations are held one such slice at a
+     * time, which is what decides how many tokens a call can take from the second-level cache. */
+    int32_t x8_slice[QUANT_TYPE_COUNT];
     /* Where true, the eight-row layout is no larger than the rows and x8_gemm gives each token the
      * same bits whatever n_tok is: the backend builds the layout once per weight tensor, keeps it
      * (in place of the file's pages) and uses it for every product, one token or a prompt, so a

@@ -2119,8 +2119,32 @@ AVX2 static KERNEL_INLINE void x8k_prep_q6_K(const x8k_q6_K *pb, x8k_prep *out) 
     _mm512_storeu_ps(out->d, x8k_row_lanes(pb->d));
 }
 
+/* A Q6_K block's code vectors as bytes (0..63), [h][k][q] as q6_codes16 makes them: unpacked once
+ * per slice for all of its passes over tokens. Made per pass of four tokens, the unpacking (three
+ * vector operations a code vector, on the vector units the products' other steps use) was a
+ * quarter of the kernel's: one thread, 64 rows of 1536 by 64 tokens, 230 -> 305 G multiply-adds/s
+ * (Zen 5). Unpacking Q4_K's nibbles the same way lost more to the loads it doubles (335 -> 325):
+ * they are one operation a vector. */
+typedef struct x8k_codes_q6_K {
+    uint8_t v[2][4][4][64];
+} x8k_codes_q6_K;
+
+AVX2 static KERNEL_INLINE void x8k_unpack_q6_K(const x8k_q6_K *pb, x8k_codes_q6_K *out) {
+    UNROLL(2)
+    for (int h = 0; h < 2; h++)
+        UNROLL(4)
+        for (int q = 0; q < 4; q++) {
+            for (int v = 0; v < 3; v++)
+                _mm_prefetch((const char *)pb->q[h][q][v] + X8K_AHEAD, _MM_HINT_T1);
+            UNROLL(4)
+            for (int k = 0; k < 4; k++)
+                _mm512_storeu_si512(out->v[h][k][q], q6_codes16(pb->q[h][q], k));
+        }
+}
+
 /* One pass of NT tokens over blocks [b0, b1) of G (1 or 2) groups gb bytes apart, as
- * x8k_pass_k45. A sub-block's four code vectors go to two sums per token, one per 16-value group;
+ * x8k_pass_k45, their codes unpacked at codes[g * X8K_SLICE + b - b0] (or, NULL, as they are
+ * used). A sub-block's four code vectors go to two sums per token, one per 16-value group;
  * lane 2r + e of a sum is eight of row r's values, whose +32 comes out exactly (x->neg_off8), which
  * leaves it within 16 bits (8 * 32 * 127). Packed to 16 bits, the two groups' sums then meet their
  * weights' scales in one vpmaddwd, which adds a row's two lanes too: one float step per sub-block
@@ -2128,7 +2152,8 @@ AVX2 static KERNEL_INLINE void x8k_prep_q6_K(const x8k_q6_K *pb, x8k_prep *out) 
  * 2^24). The rows' d is applied once per block. As for Q4_K, a token's broadcast activations
  * serve every group. */
 AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1, const x8k_prep *prep,
-                                             bool fetch, const act_q8_256 *const x[X8K_TOKENS], float (*acc_io)[16]) {
+                                             const x8k_codes_q6_K *codes, bool fetch, const act_q8_256 *const x[X8K_TOKENS],
+                                             float (*acc_io)[16]) {
     __m512 acc[2][X8K_TOKENS];
     x8k_sums_in(G, NT, b0, acc_io, acc);
     for (int64_t b = b0; b < b1; b++) {
@@ -2176,12 +2201,12 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_
                         /* the same bytes X8K_AHEAD on, asked for as they are used (a block's
                          * 27 lines asked for at once stall the loads behind them) */
                         if (k == 0 && fetch) {
-                            for (int v = 0; v < 3; v++)
+                            for (int v = 0; v < 3 && !codes; v++)
                                 _mm_prefetch((const char *)pb[g]->q[h][q][v] + X8K_AHEAD, _MM_HINT_T1);
                             if (h == 1 && q < 3)
                                 _mm_prefetch((const char *)pb[g] + 64 * q + X8K_AHEAD, _MM_HINT_T1);
                         }
-                        w[g] = q6_codes16(pb[g]->q[h][q], k);
+                        w[g] = codes ? _mm512_loadu_si512(codes[g * X8K_SLICE + (b - b0)].v[h][k][q]) : q6_codes16(pb[g]->q[h][q], k);
                     }
                     UNROLL(6)
                     for (int t = 0; t < NT; t++) {
@@ -2393,36 +2418,74 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
 
 /* Groups of eight rows per pass: the VNNI path takes two (sixteen rows) with four tokens
  * (X8K_SLICE_TOKENS), whose sums fill the registers as six tokens of one group do, and the group
- * left over the same way; the AVX2 path one group by X8K_TOKENS. */
+ * left over the same way, X8K_CALL_GROUPS groups a call; the AVX2 path one group by X8K_TOKENS. */
 #if X86_VNNI
-#define X8K_GROUPS 2
 #define X8K_SLICE_TOKENS 4
+#define X8K_CALL_GROUPS 8
 #else
-#define X8K_GROUPS 1
+#define X8K_CALL_GROUPS 1
 #endif
 
 #if X86_VNNI
 /* The pass of one K-quant format, constant after inlining. */
 AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int G, int NT, const void *packed, size_t gb, int64_t b0, int64_t b1,
-                                        const x8k_prep *prep, bool fetch, const act_q8_256 *const x[X8K_TOKENS], float (*acc)[16]) {
+                                        const x8k_prep *prep, const x8k_codes_q6_K *codes, bool fetch,
+                                        const act_q8_256 *const x[X8K_TOKENS], float (*acc)[16]) {
     if (type == QUANT_Q6_K)
-        x8k_pass_q6_K(G, NT, packed, gb, b0, b1, prep, fetch, x, acc);
+        x8k_pass_q6_K(G, NT, packed, gb, b0, b1, prep, codes, fetch, x, acc);
     else
         x8k_pass_k45(type == QUANT_Q5_K, G, NT, packed, gb, b0, b1, prep, fetch, x, acc);
 }
 
-/* Tokens per call of x8k_tokens: its sums wait in memory between slices (12 KB). */
+/* Blocks [b0, b1) of G (1 or 2) groups by tn tokens (at most X8K_CALL_TOKENS, at xq): the groups'
+ * scales unpacked once (and Q6_K's codes), then every pass of X8K_SLICE_TOKENS tokens over them,
+ * the sums of pass i carried in acc[i] (from zero at b0 = 0). Inlined with constant G. */
+AVX2 static KERNEL_INLINE void x8k_slice(uint32_t type, int G, const char *pu, size_t gb, int64_t b0, int64_t b1, const char *xq,
+                                         size_t xs, int64_t tn, float (*acc)[2 * X8K_TOKENS][16]) {
+    const int most = X8K_SLICE_TOKENS;
+    const bool six = type == QUANT_Q6_K;
+    const size_t block_bytes = six ? sizeof(x8k_q6_K) : type == QUANT_Q5_K ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
+    x8k_prep prep[2 * X8K_SLICE];
+    x8k_codes_q6_K codes[2 * X8K_SLICE]; /* Q6_K's, unpacked: 48 KB for the second-level cache */
+    for (int g = 0; g < G; g++)
+        for (int64_t b = b0; b < b1; b++) {
+            const char *pb = pu + (size_t)g * gb + (size_t)b * block_bytes;
+            if (six) {
+                x8k_prep_q6_K((const x8k_q6_K *)pb, &prep[g * X8K_SLICE + (b - b0)]);
+                x8k_unpack_q6_K((const x8k_q6_K *)pb, &codes[g * X8K_SLICE + (b - b0)]);
+            } else {
+                x8k_prep_k45(type == QUANT_Q5_K, (const x8k_q4_K *)pb, &prep[g * X8K_SLICE + (b - b0)]);
+            }
+        }
+    for (int i = 0; i * most < tn; i++) {
+        const int nt = tn - (int64_t)i * most < most ? (int)(tn - (int64_t)i * most) : most;
+        const act_q8_256 *x[X8K_TOKENS];
+        for (int t = 0; t < X8K_TOKENS; t++)
+            x[t] = (const act_q8_256 *)(xq + (size_t)(i * most + (t < nt ? t : 0)) * xs);
+        switch (nt) {
+        case 1: x8k_pass(type, G, 1, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
+        case 2: x8k_pass(type, G, 2, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
+        case 3: x8k_pass(type, G, 3, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
+        default: x8k_pass(type, G, 4, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
+        }
+    }
+}
+
+/* Tokens per call of x8k_tokens: its sums wait in memory between slices (32 KB). */
 #define X8K_CALL_TOKENS 64
 
-/* G groups by n_tok tokens: X8K_CALL_TOKENS at a time, slice by slice; for each slice its scales
- * unpacked once, then every pass of X8K_SLICE_TOKENS tokens over it, each pass's sums carried in
- * memory to the next slice (the same steps as in registers: the same bits). */
-AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
+/* n8 groups (at most X8K_CALL_GROUPS) by n_tok tokens: X8K_CALL_TOKENS at a time, slice by slice,
+ * and within a slice two groups at a time (the last one alone): their scales unpacked once, then
+ * every pass of X8K_SLICE_TOKENS tokens over them, each pass's sums carried in memory to the next
+ * slice (the same steps as in registers: the same bits). Every group passes over a slice's
+ * activations before the next slice's are read, so those of the call's tokens stay in the
+ * second-level cache for all of its rows however wide the rows are (each slice's 12 blocks: 8.7 KB
+ * a token), and a wide product takes as many tokens a call as a narrow one. */
+AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
                                           int64_t n_tok, float *y, size_t ys) {
     enum { PASSES = X8K_CALL_TOKENS / 4 };
     const int64_t nb = k / QK_K;
     const int most = X8K_SLICE_TOKENS;
-    const size_t block_bytes = type == QUANT_Q6_K ? sizeof(x8k_q6_K) : type == QUANT_Q5_K ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     if (n_tok <= X8K_TOKENS) {
         /* one pass (a token decoding, a few sequences together): nothing to share the scales or a
          * slice with, and the weights come from memory, group by group as laid out, their scales
@@ -2431,16 +2494,16 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *pack
         const act_q8_256 *x[X8K_TOKENS];
         for (int t = 0; t < X8K_TOKENS; t++)
             x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(t < n_tok ? t : 0) * xs);
-        for (int g = 0; g < G; g++) {
+        for (int g = 0; g < n8; g++) {
             const char *pg = (const char *)packed + (size_t)g * gb;
             float acc[X8K_TOKENS][16];
             switch (n_tok) {
-            case 1: x8k_pass(type, 1, 1, pg, gb, 0, nb, NULL, true, x, acc); break;
-            case 2: x8k_pass(type, 1, 2, pg, gb, 0, nb, NULL, true, x, acc); break;
-            case 3: x8k_pass(type, 1, 3, pg, gb, 0, nb, NULL, true, x, acc); break;
-            case 4: x8k_pass(type, 1, 4, pg, gb, 0, nb, NULL, true, x, acc); break;
-            case 5: x8k_pass(type, 1, 5, pg, gb, 0, nb, NULL, true, x, acc); break;
-            default: x8k_pass(type, 1, 6, pg, gb, 0, nb, NULL, true, x, acc); break;
+            case 1: x8k_pass(type, 1, 1, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
+            case 2: x8k_pass(type, 1, 2, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
+            case 3: x8k_pass(type, 1, 3, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
+            case 4: x8k_pass(type, 1, 4, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
+            case 5: x8k_pass(type, 1, 5, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
+            default: x8k_pass(type, 1, 6, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
             }
             for (int t = 0; t < n_tok; t++)
                 x8k_store_rows(y + (size_t)t * ys + 8 * g, _mm512_loadu_ps(acc[t]));
@@ -2450,36 +2513,22 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *pack
     for (int64_t t0 = 0; t0 < n_tok; t0 += X8K_CALL_TOKENS) {
         const int64_t tn = n_tok - t0 < X8K_CALL_TOKENS ? n_tok - t0 : X8K_CALL_TOKENS;
         const int passes = (int)((tn + most - 1) / most);
-        float acc[PASSES][2 * X8K_TOKENS][16];
+        float acc[X8K_CALL_GROUPS / 2][PASSES][2 * X8K_TOKENS][16];
         for (int64_t b0 = 0; b0 < nb; b0 += X8K_SLICE) {
             const int64_t b1 = nb - b0 < X8K_SLICE ? nb : b0 + X8K_SLICE;
-            x8k_prep prep[2 * X8K_SLICE];
-            for (int g = 0; g < G; g++)
-                for (int64_t b = b0; b < b1; b++) {
-                    const char *pb = (const char *)packed + (size_t)g * gb + (size_t)b * block_bytes;
-                    if (type == QUANT_Q6_K)
-                        x8k_prep_q6_K((const x8k_q6_K *)pb, &prep[g * X8K_SLICE + (b - b0)]);
-                    else
-                        x8k_prep_k45(type == QUANT_Q5_K, (const x8k_q4_K *)pb, &prep[g * X8K_SLICE + (b - b0)]);
-                }
-            for (int i = 0; i < passes; i++) {
-                const int64_t tt = t0 + (int64_t)i * most;
-                const int nt = tn - (int64_t)i * most < most ? (int)(tn - (int64_t)i * most) : most;
-                const act_q8_256 *x[X8K_TOKENS];
-                for (int t = 0; t < X8K_TOKENS; t++)
-                    x[t] = (const act_q8_256 *)((const char *)xq + (size_t)(tt + (t < nt ? t : 0)) * xs);
-                switch (nt) {
-                case 1: x8k_pass(type, G, 1, packed, gb, b0, b1, prep, i == 0, x, acc[i]); break;
-                case 2: x8k_pass(type, G, 2, packed, gb, b0, b1, prep, i == 0, x, acc[i]); break;
-                case 3: x8k_pass(type, G, 3, packed, gb, b0, b1, prep, i == 0, x, acc[i]); break;
-                default: x8k_pass(type, G, 4, packed, gb, b0, b1, prep, i == 0, x, acc[i]); break;
-                }
+            for (int u = 0; 2 * u < n8; u++) {
+                const char *pu = (const char *)packed + (size_t)(2 * u) * gb;
+                const char *xt = (const char *)xq + (size_t)t0 * xs;
+                if (n8 - 2 * u >= 2)
+                    x8k_slice(type, 2, pu, gb, b0, b1, xt, xs, tn, acc[u]);
+                else
+                    x8k_slice(type, 1, pu, gb, b0, b1, xt, xs, tn, acc[u]);
             }
         }
-        for (int i = 0; i < passes; i++)
-            for (int t = 0; t < most && (int64_t)i * most + t < tn; t++)
-                for (int g = 0; g < G; g++)
-                    x8k_store_rows(y + (size_t)(t0 + (int64_t)i * most + t) * ys + 8 * g, _mm512_loadu_ps(acc[i][g * X8K_TOKENS + t]));
+        for (int g = 0; g < n8; g++)
+            for (int i = 0; i < passes; i++)
+                for (int t = 0; t < most && (int64_t)i * most + t < tn; t++)
+                    x8k_store_rows(y + (size_t)(t0 + (int64_t)i * most + t) * ys + 8 * g, _mm512_loadu_ps(acc[g / 2][i][g % 2 * X8K_TOKENS + t]));
     }
 }
 #else
@@ -2494,9 +2543,9 @@ AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int NT, const void *packe
 
 /* One group by every token, X8K_TOKENS at a time, the last pass with those left (as
  * x8p_gemm_32). */
-AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
+AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
                                           int64_t n_tok, float *y, size_t ys) {
-    (void)G;
+    (void)n8; /* one (X8K_CALL_GROUPS) */
     (void)gb;
     for (int64_t t0 = 0; t0 < n_tok; t0 += X8K_TOKENS) {
         const int nt = n_tok - t0 < X8K_TOKENS ? (int)(n_tok - t0) : X8K_TOKENS;
@@ -2514,15 +2563,14 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int G, const void *pack
 }
 #endif
 
-/* n8 groups: X8K_GROUPS at a time, then one. */
+/* n8 groups, X8K_CALL_GROUPS at a time. */
 AVX2 static KERNEL_INLINE void x8k_gemm_256(uint32_t type, const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs,
                                             int64_t n_tok, float *y, size_t ys) {
     const size_t gb = type == QUANT_Q6_K ? x8k_bytes_q6_K(k) : type == QUANT_Q5_K ? x8k_bytes_q5_K(k) : x8k_bytes_q4_K(k);
-    int64_t g = 0;
-    for (; X8K_GROUPS > 1 && g + X8K_GROUPS <= n8; g += X8K_GROUPS)
-        x8k_tokens(type, X8K_GROUPS, (const char *)packed + (size_t)g * gb, gb, k, xq, xs, n_tok, y + 8 * g, ys);
-    for (; g < n8; g++)
-        x8k_tokens(type, 1, (const char *)packed + (size_t)g * gb, gb, k, xq, xs, n_tok, y + 8 * g, ys);
+    for (int64_t g = 0; g < n8; g += X8K_CALL_GROUPS) {
+        const int n = n8 - g < X8K_CALL_GROUPS ? (int)(n8 - g) : X8K_CALL_GROUPS;
+        x8k_tokens(type, n, (const char *)packed + (size_t)g * gb, gb, k, xq, xs, n_tok, y + 8 * g, ys);
+    }
 }
 
 AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
@@ -2581,6 +2629,9 @@ static const cpu_kernels avx2 = {
         [QUANT_Q4_K] = x8k_gemm_q4_K, [QUANT_Q5_K] = x8k_gemm_q5_K, [QUANT_Q6_K] = x8k_gemm_q6_K,
         [QUANT_MXFP4] = x8p_gemm_mxfp4,
     },
+#if X86_VNNI
+    .x8_slice = { [QUANT_Q4_K] = X8K_SLICE * QK_K, [QUANT_Q5_K] = X8K_SLICE * QK_K, [QUANT_Q6_K] = X8K_SLICE * QK_K },
+#endif
     .x8_keep = { [QUANT_Q4_0] = true, [QUANT_Q4_1] = true, [QUANT_Q5_0] = true, [QUANT_Q5_1] = true, [QUANT_Q8_0] = true,
                  [QUANT_Q4_K] = true, [QUANT_Q5_K] = true, [QUANT_Q6_K] = true, [QUANT_MXFP4] = true },
     .dot_q8_x4 = {
