@@ -31,15 +31,14 @@ typedef struct act_q8_256 {
     float ms[8];       /* s[j] * the sum of sub-block j's codes, exactly: the term a K-quant's minimums
                         * multiply, made once per token instead of once per eight weight rows */
     float ds[8];       /* d * s[j], the sub-block's float scale, made once per token */
-    float dsp[16];     /* ds, each twice: dsp + 4j is pair j of sub-blocks in one 128-bit load, in the
-                        * VNNI K-quant kernels' lane order (ds[2j], ds[2j], ds[2j + 1], ds[2j + 1]) */
-    float msp[16];     /* ms, each twice, the same way */
     int32_t neg_off8[32];  /* -32 * the sum of codes 16g + 4e + (0..3, 8..11) (neg_off8[2g + e]): what a
                             * lane of the VNNI eight-row Q6_K layout adds to take off its codes'
                             * +32, negated here so that its sums start from it */
-    int32_t neg_off16[16]; /* -16 * the sum of codes 32j + 8q + 4e + (0..3), q < 4 (neg_off16[2j + e]):
-                            * the same for Q5_K's codes in the VNNI Q4_K/Q5_K layout */
     int8_t q[256];
+    int8_t qx[256]; /* q with each 64 values' halves interleaved four by four: qx[64p + 8m + i] =
+                     * q[64p + 4m + i], qx[64p + 8m + 4 + i] = q[64p + 32 + 4m + i] (m < 8, i < 4), so
+                     * that 8 bytes hold four values of sub-block 2p and the same four of 2p + 1:
+                     * what a lane pair of the VNNI Q4_K/Q5_K layout takes, one sub-block a lane */
 } act_q8_256;
 
 /* The scalar quantizers: n floats (a multiple of 32 or 256), round to nearest with ties away from
@@ -50,8 +49,8 @@ void cpu_quantize_q8_256(const float *x, act_q8_256 *out, int64_t n);
 /* The scales both take from a block's (sub-blocks') largest magnitude, shared by every path. */
 void cpu_q8_32_scale(float amax, float *d, float *id);
 void cpu_q8_256_scales(const float sub[8], float *d, int16_t s[8], float id[8]);
-/* A 256-value block's per-token products of d, s, bsums and neg_off8 the kernels read (ms, ds, their
- * pairs, neg_off16), set once those are; shared by every quantizer, so every path has the same bits. */
+/* A 256-value block's per-token products of d, s, bsums and q the kernels read (ms, ds, qx), set once
+ * those are; shared by every quantizer, so every path has the same bytes. */
 void cpu_q8_256_products(act_q8_256 *a);
 /* The gated activations the paths vectorize. GELU is its tanh form, written as v * sigmoid(2u)
  * (the same function: (1 + tanh u) / 2 = 1 / (1 + exp(-2u))), so both need only exp. */

@@ -1786,7 +1786,8 @@ typedef uint32_t x8k_mask;
 #define X8K_VECS (256 / X8K_VEC) /* code vectors per pair of sub-blocks */
 
 typedef struct x8k_q4_K {
-    uint8_t codes[4][X8K_VECS][X8K_VEC]; /* [pair j][vector][x8k_code_at]: row r's bytes qs[32j + 4g .. + 3] */
+    uint8_t codes[4][X8K_VECS][X8K_VEC]; /* [pair j][vector][x8k_code_at]: row r's bytes qs[32j + 4g .. + 3]
+                                          * (VNNI: the nibbles of 8 of them paired by sub-block, x8k_repack_k45) */
     uint8_t scales[3][32];               /* [word w][k * 8 + row]: row r's byte scales[4w + k] */
     uint16_t d[8], dmin[8];              /* [row] half-float scales */
 } x8k_q4_K;
@@ -1822,10 +1823,25 @@ static void x8k_repack_k45(bool five, const void *rows, size_t row_bytes, int64_
             for (int j = 0; j < 4; j++)
                 for (int g = 0; g < 8; g++) {
                     const int at = x8k_code_at(r, g);
-                    memcpy(&p->codes[j][at / X8K_VEC][at % X8K_VEC], w.head.qs + 32 * j + 4 * g, 4);
+                    uint8_t *dst = &p->codes[j][at / X8K_VEC][at % X8K_VEC];
+#if X86_VNNI
+                    /* lane e of vector q takes sub-block 2j + e only: byte i is values 32e + 8q + i
+                     * (low nibble) and 32e + 8q + 4 + i (high) of the pair's 64, which the file
+                     * keeps in the nibble e of its bytes 8q + i and 8q + 4 + i */
+                    const int q = g / 2, e = g % 2;
+                    const uint32_t lo4 = load_u32(w.head.qs + 32 * j + 8 * q) >> 4 * e & 0x0f0f0f0fu;
+                    const uint32_t hi4 = load_u32(w.head.qs + 32 * j + 8 * q + 4) >> 4 * e & 0x0f0f0f0fu;
+                    const uint32_t both = lo4 | hi4 << 4;
+                    memcpy(dst, &both, 4);
+                    for (int i = 0; five && i < 4; i++)
+                        for (int h = 0; h < 2; h++) /* value 64j + 32e + m: bit 2j + e of qh[m] */
+                            qh[j][at / X8K_VEC][h] |= (x8k_mask)(w.qh[8 * q + 4 * h + i] >> (2 * j + e) & 1) << (at % X8K_VEC + i);
+#else
+                    memcpy(dst, w.head.qs + 32 * j + 4 * g, 4);
                     for (int i = 0; five && i < 4; i++) /* value 64j + m (low nibble), 64j + 32 + m (high) */
                         for (int h = 0; h < 2; h++)
                             qh[j][at / X8K_VEC][h] |= (x8k_mask)(w.qh[4 * g + i] >> (2 * j + h) & 1) << (at % X8K_VEC + i);
+#endif
                 }
             x8k_header_q4_K(&w.head, r, p->scales, p->d, p->dmin);
         }
@@ -1860,10 +1876,11 @@ static void x8k_repack_q5_K(const void *rows, size_t row_bytes, int64_t k, void 
  * codes of all eight rows: half the instructions of the 256-bit layout per code, which is what
  * several tokens at once are bound by (Zen 4 runs a 512-bit vpdpbusd as two 256-bit halves: the
  * products cost the same, the instructions around them half).
- * The scaling is what bounds them next, so it is done in integers where it can be: each lane's
- * sum is made to fit 16 bits, two vectors of them (two sub-blocks, or a Q6_K sub-block's two
- * groups) pack to one, and one vpmaddwd applies the weights' integer scales and adds a row's two
- * lanes; one float step per sub-block and token remains. The packing leaves lane 4c + 2e + i for
+ * The scaling is what bounds them next, so it is done in integers where it can be: for Q6_K each
+ * lane's sum is made to fit 16 bits, two vectors of them (a sub-block's two groups) pack to one,
+ * and one vpmaddwd applies the weights' integer scales and adds a row's two lanes (Q4_K and Q5_K
+ * did the same with two sub-blocks until their lanes took one sub-block each: x8k_pass_k45); one
+ * float step per sub-block and token remains. The packing leaves lane 4c + 2e + i for
  * row 2c + i and the pair's member e (x8k_lane), the order the epilogue keeps until the rows'
  * two lanes are added at the store. Against one float step per lane pair and group before, this
  * took Q4_K from 129-132 to 141-143 G multiply-adds/s a thread and Q6_K from 74-76 to 104-107 (one
@@ -1906,6 +1923,27 @@ AVX2 static inline void x8k_store_rows(float *y, __m512 acc) {
     _mm256_storeu_ps(y, _mm512_castps512_ps256(_mm512_permutexvar_ps(rows, sum)));
 }
 
+/* Eight rows' fp16 values in the Q4_K/Q5_K epilogue's lanes (2r + s, sub-block 2j + s): each twice. */
+AVX2 static inline __m512 x8k_row_lanes_k45(const uint16_t h[8]) {
+    const __m512i row = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    return _mm512_permutexvar_ps(row, _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h))));
+}
+
+/* y[r] for r < 8 from those lanes: row r is lanes 2r and 2r + 1. */
+AVX2 static inline void x8k_store_rows_k45(float *y, __m512 acc) {
+    const __m512 sum = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xb1));
+    const __m512i rows = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+    _mm256_storeu_ps(y, _mm512_castps512_ps256(_mm512_permutexvar_ps(rows, sum)));
+}
+
+/* Two floats at p (a sub-block pair's ds or ms) in every lane pair: one 64-bit broadcast, which
+ * the load unit does alone (a 128-bit one takes a shuffle too). */
+AVX2 static inline __m512 act_scales2(const float *p) {
+    double two;
+    memcpy(&two, p, sizeof two);
+    return _mm512_castpd_ps(_mm512_set1_pd(two));
+}
+
 /* The 128-bit half h of u in both halves. */
 AVX2 static inline __m256i half_twice(__m256i u, int h) {
     return h ? _mm256_permute4x64_epi64(u, 0xee) : _mm256_permute4x64_epi64(u, 0x44);
@@ -1920,7 +1958,7 @@ AVX2 static inline __m256i half_twice(__m256i u, int h) {
  * (pair) as vpmaddwd's pairs, the minimums' float coefficients, d. Unpacking them is a chain of
  * cross-lane shuffles; done per pass of four tokens it cost a fifth of the Q4_K kernel's time. */
 typedef struct x8k_prep {
-    int16_t sc[8][32]; /* Q4_K/Q5_K: [pair j < 4]; Q6_K: [sub-block j] */
+    int16_t sc[8][32]; /* Q4_K/Q5_K: [pair j < 4] as 16 int32; Q6_K: [sub-block j], vpmaddwd's pairs */
     float coef[4][16]; /* Q4_K/Q5_K: the minimums' terms per unit of the activations' ms (pair j) */
     float d[16];
 } x8k_prep;
@@ -1942,37 +1980,38 @@ AVX2 static KERNEL_INLINE void x8k_sums_out(int G, int NT, __m512 acc[2][X8K_TOK
             _mm512_storeu_ps(acc_io[g * X8K_TOKENS + t], acc[g][t]);
 }
 
-/* A Q4_K or Q5_K block's prep. */
-AVX2 static KERNEL_INLINE void x8k_prep_k45(bool five, const x8k_q4_K *pb, x8k_prep *out) {
-    /* a pair's 16 unpacked scale bytes (rows of 2j, rows of 2j + 1) in x8k_lane's order, each
-     * twice: vpmaddwd's pairs */
-    const __m256i order = _mm256_setr_epi8(0, 0, 1, 1, 8, 8, 9, 9, 2, 2, 3, 3, 10, 10, 11, 11, 4, 4, 5, 5, 12, 12, 13, 13, 6, 6, 7, 7, 14, 14,
-                                           15, 15);
+/* A Q4_K or Q5_K block's prep, in the epilogue's lanes (2r + s): the weights' 6-bit scales of pair j
+ * as 32-bit integers, the minimums' coefficients -dmin * min, d. */
+AVX2 static KERNEL_INLINE void x8k_prep_k45(const x8k_q4_K *pb, x8k_prep *out) {
+    /* a pair's 16 unpacked bytes (the rows of sub-block 2j, then of 2j + 1) in row order */
+    const __m128i order = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
     __m256i u[4];
     x8k_scale_bytes_q4_K(pb->scales, u);
-    const __m512 d = x8k_row_lanes(pb->d), dmin = x8k_row_lanes(pb->dmin);
-    _mm512_storeu_ps(out->d, d);
+    const __m512 neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), x8k_row_lanes_k45(pb->dmin));
+    _mm512_storeu_ps(out->d, x8k_row_lanes_k45(pb->d));
     for (int j = 0; j < 4; j++) {
-        const __m512i sc = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(half_twice(u[j / 2], j % 2), order));
-        const __m512i mn = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(half_twice(u[2 + j / 2], j % 2), order));
-        const __m512 dm = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(mn, 16)));
-        _mm512_storeu_si512(out->sc[j], sc);
-        _mm512_storeu_ps(out->coef[j], five ? _mm512_fmsub_ps(_mm512_mul_ps(d, _mm512_set1_ps(16.0f)), _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 16)), dm)
-                                            : _mm512_sub_ps(_mm512_setzero_ps(), dm));
+        const __m128i sc = j % 2 ? _mm256_extracti128_si256(u[j / 2], 1) : _mm256_castsi256_si128(u[j / 2]);
+        const __m128i mn = j % 2 ? _mm256_extracti128_si256(u[2 + j / 2], 1) : _mm256_castsi256_si128(u[2 + j / 2]);
+        _mm512_storeu_si512(out->sc[j], _mm512_cvtepu8_epi32(_mm_shuffle_epi8(sc, order)));
+        _mm512_storeu_ps(out->coef[j], _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(mn, order)))));
     }
 }
 
 /* One pass of NT tokens over blocks [b0, b1) of G (1 or 2) groups of Q4_K, or of Q5_K (five: the
  * fifth bits added to the codes), gb bytes apart, their prep at prep[g * X8K_SLICE + b - b0] (or,
- * NULL, made block by block): the sums acc[g * X8K_TOKENS + t] carried on (from zero at b0 = 0). Inlined with constant G, NT and format; a group's steps
- * are the same whatever G, NT and slice, so its rows get the same bits.
- * A lane's sum covers 16 codes of one sub-block; Q4_K's (codes 0..15) fits 16 bits, and so does
- * Q5_K's once 16 times the activations under it is taken off (codes -16..15: its sums start from
- * x->neg_off16), so the
- * pair's two sums pack to 16 bits and meet the weights' 6-bit scales (x8k_lane's order, from the
- * unpacked bytes' order by one shuffle); the activations' scales follow in float, the rows' d once
- * per block, exact until then (|sum| <= 2 * 16 * 16 * 127 * 63 < 2^24). What Q5_K took off comes
- * back with the minimums, d * 16 * scale - dmin * min being one coefficient per sub-block. */
+ * NULL, made block by block): the sums acc[g * X8K_TOKENS + t] carried on (from zero at b0 = 0).
+ * Inlined with constant G, NT and format; a group's steps are the same whatever G, NT and slice,
+ * so its rows get the same bits.
+ * Lane 2r + s of a code vector holds only sub-block 2j + s of row r (both nibbles: the repack
+ * pairs them so), and its activations come from qx, where 8 bytes hold four values of each
+ * sub-block of the pair: so the low and the high nibbles' sums add into one lane per row and
+ * sub-block, which one vpmulld takes times the weights' 6-bit scale, exactly (|sum| <= 32 * 31 *
+ * 127 * 63 < 2^24: its float is exact too); the activations' two scales follow in one float step
+ * (ds[2j], ds[2j + 1]: a 64-bit broadcast), the rows' d and the minimums once per block. Against
+ * the two half-sub-block lanes packed to 16 bits and multiplied by one vpmaddwd, which needed a
+ * 128-bit broadcast (a shuffle) of the activations' scales and Q5_K's sums started from an offset:
+ * one thread, 64 rows by 64 tokens, Q4_K 334-336 -> 340-345 G multiply-adds/s, Q5_K 270-276 ->
+ * 283-292 (Zen 5). */
 AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1,
                                             const x8k_prep *prep, bool fetch, const act_q8_256 *const x[X8K_TOKENS],
                                             float (*acc_io)[16]) {
@@ -1980,6 +2019,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
     const size_t block_bytes = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     __m512 acc[2][X8K_TOKENS];
     x8k_sums_in(G, NT, b0, acc_io, acc);
+    (void)prep;
     for (int64_t b = b0; b < b1; b++) {
         const x8k_q4_K *pb[2];
         const x8k_mask(*qh[2])[X8K_VECS][2];
@@ -1995,7 +2035,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
             if (prep) {
                 pp[g] = prep + g * X8K_SLICE + (b - b0);
             } else {
-                x8k_prep_k45(five, pb[g], &own[g]);
+                x8k_prep_k45(pb[g], &own[g]);
                 pp[g] = &own[g];
             }
         }
@@ -2012,12 +2052,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
             for (int g = 0; g < G; g++)
                 UNROLL(6)
                 for (int t = 0; t < NT; t++)
-                    if (five) { /* the sums start from what the fifth bits' +16 will add, negated */
-                        slo[g][t] = act_pair((const int8_t *)&x[t][b].neg_off16[4 * j]);
-                        shi[g][t] = act_pair((const int8_t *)&x[t][b].neg_off16[4 * j + 2]);
-                    } else {
-                        slo[g][t] = shi[g][t] = _mm512_setzero_si512();
-                    }
+                    slo[g][t] = shi[g][t] = _mm512_setzero_si512();
             UNROLL(4)
             for (int q = 0; q < 4; q++) {
                 __m512i lo[2], hi[2];
@@ -2037,7 +2072,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
                  * products, bound one group's pass */
                 UNROLL(6)
                 for (int t = 0; t < NT; t++) {
-                    const __m512i alo = act_pair(x[t][b].q + 64 * j + 8 * q), ahi = act_pair(x[t][b].q + 64 * j + 32 + 8 * q);
+                    const __m512i alo = act_pair(x[t][b].qx + 64 * j + 16 * q), ahi = act_pair(x[t][b].qx + 64 * j + 16 * q + 8);
                     UNROLL(2)
                     for (int g = 0; g < G; g++) {
                         slo[g][t] = _mm512_dpbusd_epi32(slo[g][t], lo[g], alo);
@@ -2049,8 +2084,9 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
             for (int g = 0; g < G; g++)
                 UNROLL(6)
                 for (int t = 0; t < NT; t++) {
-                    const __m512i prod = _mm512_madd_epi16(_mm512_packs_epi32(slo[g][t], shi[g][t]), _mm512_loadu_si512(pp[g]->sc[j]));
-                    blk[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_broadcast_f32x4(_mm_loadu_ps(x[t][b].dsp + 4 * j)), blk[g][t]);
+                    const __m512i sum = _mm512_add_epi32(slo[g][t], shi[g][t]);
+                    const __m512i prod = _mm512_mullo_epi32(sum, _mm512_loadu_si512(pp[g]->sc[j]));
+                    blk[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), act_scales2(x[t][b].ds + 2 * j), blk[g][t]);
                 }
         }
         UNROLL(2)
@@ -2060,7 +2096,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
                 __m512 m = _mm512_setzero_ps();
                 UNROLL(4)
                 for (int j = 0; j < 4; j++)
-                    m = _mm512_fmadd_ps(_mm512_loadu_ps(pp[g]->coef[j]), _mm512_broadcast_f32x4(_mm_loadu_ps(x[t][b].msp + 4 * j)), m);
+                    m = _mm512_fmadd_ps(_mm512_loadu_ps(pp[g]->coef[j]), act_scales2(x[t][b].ms + 2 * j), m);
                 acc[g][t] = _mm512_fmadd_ps(_mm512_loadu_ps(pp[g]->d), blk[g][t], acc[g][t]);
                 acc[g][t] = _mm512_fmadd_ps(_mm512_set1_ps(x[t][b].d), m, acc[g][t]);
             }
@@ -2454,7 +2490,7 @@ AVX2 static KERNEL_INLINE void x8k_slice(uint32_t type, int G, const char *pu, s
                 x8k_prep_q6_K((const x8k_q6_K *)pb, &prep[g * X8K_SLICE + (b - b0)]);
                 x8k_unpack_q6_K((const x8k_q6_K *)pb, &codes[g * X8K_SLICE + (b - b0)]);
             } else {
-                x8k_prep_k45(type == QUANT_Q5_K, (const x8k_q4_K *)pb, &prep[g * X8K_SLICE + (b - b0)]);
+                x8k_prep_k45((const x8k_q4_K *)pb, &prep[g * X8K_SLICE + (b - b0)]);
             }
         }
     for (int i = 0; i * most < tn; i++) {
@@ -2469,6 +2505,14 @@ AVX2 static KERNEL_INLINE void x8k_slice(uint32_t type, int G, const char *pu, s
         default: x8k_pass(type, G, 4, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
         }
     }
+}
+
+/* A group's rows from its pass's sums: Q6_K's lanes, or Q4_K's and Q5_K's. */
+AVX2 static inline void x8k_store(uint32_t type, float *y, __m512 acc) {
+    if (type == QUANT_Q6_K)
+        x8k_store_rows(y, acc);
+    else
+        x8k_store_rows_k45(y, acc);
 }
 
 /* Tokens per call of x8k_tokens: its sums wait in memory between slices (32 KB). */
@@ -2506,7 +2550,7 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *pac
             default: x8k_pass(type, 1, 6, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
             }
             for (int t = 0; t < n_tok; t++)
-                x8k_store_rows(y + (size_t)t * ys + 8 * g, _mm512_loadu_ps(acc[t]));
+                x8k_store(type, y + (size_t)t * ys + 8 * g, _mm512_loadu_ps(acc[t]));
         }
         return;
     }
@@ -2528,7 +2572,7 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *pac
         for (int g = 0; g < n8; g++)
             for (int i = 0; i < passes; i++)
                 for (int t = 0; t < most && (int64_t)i * most + t < tn; t++)
-                    x8k_store_rows(y + (size_t)(t0 + (int64_t)i * most + t) * ys + 8 * g, _mm512_loadu_ps(acc[g / 2][i][g % 2 * X8K_TOKENS + t]));
+                    x8k_store(type, y + (size_t)(t0 + (int64_t)i * most + t) * ys + 8 * g, _mm512_loadu_ps(acc[g / 2][i][g % 2 * X8K_TOKENS + t]));
     }
 }
 #else

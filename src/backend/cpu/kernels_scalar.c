@@ -218,12 +218,11 @@ void cpu_q8_256_products(act_q8_256 *a) {
         a->ms[j] = (float)(a->s[j] * (a->bsums[2 * j] + a->bsums[2 * j + 1]));
         a->ds[j] = a->d * (float)a->s[j];
     }
-    for (int i = 0; i < 16; i++) {
-        a->dsp[i] = a->ds[i / 2];
-        a->msp[i] = a->ms[i / 2];
-        /* sub-block i / 2's two groups (multiples of 32: halved exactly) */
-        a->neg_off16[i] = (a->neg_off8[2 * i - i % 2] + a->neg_off8[2 * i - i % 2 + 2]) / 2;
-    }
+    for (int p = 0; p < 4; p++)
+        for (int m = 0; m < 8; m++) {
+            memcpy(a->qx + 64 * p + 8 * m, a->q + 64 * p + 4 * m, 4);
+            memcpy(a->qx + 64 * p + 8 * m + 4, a->q + 64 * p + 32 + 4 * m, 4);
+        }
 }
 
 /* The scalar integer products: exact integer sums per block, then the block's float scales. */
