@@ -2019,7 +2019,6 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
     const size_t block_bytes = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     __m512 acc[2][X8K_TOKENS];
     x8k_sums_in(G, NT, b0, acc_io, acc);
-    (void)prep;
     for (int64_t b = b0; b < b1; b++) {
         const x8k_q4_K *pb[2];
         const x8k_mask(*qh[2])[X8K_VECS][2];
