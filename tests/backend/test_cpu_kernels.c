@@ -23,7 +23,7 @@ static bool x8_matches_scalar(const cpu_kernels *k, const cpu_kernels *scalar, u
     uint8_t *packed = malloc(k->x8_bytes[type](k8));
     float *y8 = malloc((size_t)ntok * 8 * sizeof *y8);
     k->x8_repack[type](rows8, rb, k8, packed);
-    k->x8_gemm[type](packed, k8, 1, a8, xs, ntok, y8, 8);
+    k->x8_gemm[type](packed, k8, 1, a8, xs, ntok, y8, 8, NULL);
     bool ok = true;
     for (int64_t tok = 0; tok < ntok; tok++)
         for (int r = 0; r < 8; r++) {
@@ -684,13 +684,16 @@ int main(void) {
             for (int g = 0; g < GROUPS; g++)
                 all[p]->x8_repack[type](rows8 + (size_t)g * 8 * rb, rb, k8, packed + (size_t)g * gb);
             float all9[9 * 8 * GROUPS], part[9 * 8 * GROUPS];
-            all[p]->x8_gemm[type](packed, k8, GROUPS, a8, xs, 9, all9, 8 * GROUPS); /* y[t][24] */
+            all[p]->x8_gemm[type](packed, k8, GROUPS, a8, xs, 9, all9, 8 * GROUPS, NULL); /* y[t][24] */
             int differ = 0;
             for (int n_tok = 1; n_tok <= 9; n_tok++)
                 for (int first = 0; first + n_tok <= 9; first += n_tok)
                     for (int g0 = 0; g0 < GROUPS; g0++)
                         for (int n8 = 1; g0 + n8 <= GROUPS; n8++) {
-                            all[p]->x8_gemm[type](packed + (size_t)g0 * gb, k8, n8, a8 + first * xs, xs, n_tok, part, 8 * (size_t)n8);
+                            /* a next call to fetch ahead for changes nothing either */
+                            const x8_next next = { type, packed, k8, GROUPS };
+                            all[p]->x8_gemm[type](packed + (size_t)g0 * gb, k8, n8, a8 + first * xs, xs, n_tok, part, 8 * (size_t)n8,
+                                                  n8 % 2 ? &next : NULL);
                             for (int tok = 0; tok < n_tok; tok++)
                                 differ += memcmp(part + tok * 8 * n8, all9 + (first + tok) * 8 * GROUPS + 8 * g0,
                                                  (size_t)n8 * 8 * sizeof(float)) != 0;
@@ -770,8 +773,8 @@ int main(void) {
                     float ya[9 * 8], yv[9 * 8];
                     a2->x8_repack[type](rows8, rb, k8, pa);
                     v->x8_repack[type](rows8, rb, k8, pv);
-                    a2->x8_gemm[type](pa, k8, 1, a8, xs, 9, ya, 8);
-                    v->x8_gemm[type](pv, k8, 1, a8, xs, 9, yv, 8);
+                    a2->x8_gemm[type](pa, k8, 1, a8, xs, 9, ya, 8, NULL);
+                    v->x8_gemm[type](pv, k8, 1, a8, xs, 9, yv, 8, NULL);
                     differ += memcmp(ya, yv, sizeof ya) != 0;
                     free(pa);
                     free(pv);

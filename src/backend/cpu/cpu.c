@@ -172,8 +172,8 @@ typedef struct matmul_item {
 } matmul_item;
 
 /* Products of one input, run as one pool job: threads take chunks of rows from a shared counter
- * until none are left, so a thread that falls behind (memory contention, an interrupt) is helped by
- * the other instead of being waited for. Each output is still computed by one thread in a fixed
+ * until none are left (a prompt's one ahead: matmul_part), so a thread that falls behind (memory
+ * contention, an interrupt) is helped by the other instead of being waited for. Each output is still computed by one thread in a fixed
  * order, so the results do not depend on which thread takes which chunk. */
 typedef struct matmul_job {
     matmul_item *items;
@@ -183,6 +183,7 @@ typedef struct matmul_job {
     int64_t x8_tokens;    /* tokens per pass over a chunk's eight-row groups */
     int64_t row_chunks;   /* chunks of rows over all items; n_chunks is this times the token blocks */
     int64_t chunk_tokens; /* tokens per chunk (INT64_MAX: all of them) */
+    bool take_ahead;      /* a prompt on kept weights: each thread holds its next chunk (matmul_part) */
     volatile int32_t next; /* the next chunk to take */
 } matmul_job;
 
@@ -226,7 +227,9 @@ typedef struct matmul_job {
 #define MATMUL_X8_ACT_BYTES (384 * 1024)
 #define MATMUL_BATCH_WIDE_ROWS 64
 
-static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, int64_t hi, float *rows) {
+/* Rows [lo, hi) of one product by all of its tokens (it: the whole product or one block of its
+ * tokens); next, where not NULL, is the eight-row call this thread makes after them. */
+static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, int64_t hi, float *rows, const x8_next *next) {
     const bk_tensor *w = &it->w, *x = &it->x, *y = &it->y;
     const cpu_kernels *k = j->c->k;
     float *yd = y->data;
@@ -256,9 +259,11 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
                                       (char *)rows + (size_t)g * gb);
             groups = (const char *)rows;
         }
+        const x8_next again = { w->type, groups, w->ne0, n8 }; /* the same groups, the next tokens */
         for (int64_t t0 = 0; n8 && t0 < x->ne1; t0 += j->x8_tokens) {
             const int64_t nt = x->ne1 - t0 < j->x8_tokens ? x->ne1 - t0 : j->x8_tokens;
-            k->x8_gemm[w->type](groups, w->ne0, n8, it->act + (size_t)t0 * ab, ab, nt, yd + (size_t)t0 * ys + (size_t)lo, ys);
+            k->x8_gemm[w->type](groups, w->ne0, n8, it->act + (size_t)t0 * ab, ab, nt, yd + (size_t)t0 * ys + (size_t)lo, ys,
+                                t0 + nt < x->ne1 ? &again : next);
         }
         const int64_t first = lo + 8 * n8;
         /* rows left over: four tokens at a time, then one (the same bits either way) */
@@ -302,31 +307,60 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
     }
 }
 
+/* The product that row chunk c (of j->row_chunks) belongs to: the last one whose first chunk is at
+ * or before it. */
+static const matmul_item *chunk_item(const matmul_job *j, int64_t c) {
+    int lo = 0, hi = j->n_items - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (j->items[mid].chunk0 <= c)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return &j->items[lo];
+}
+
+/* The eight-row call job chunk `taken` starts with, where it has one on kept weights. */
+static bool chunk_first_call(const matmul_job *j, int64_t taken, x8_next *out) {
+    if (taken >= j->n_chunks)
+        return false;
+    const int64_t chunk = taken % j->row_chunks, t0 = taken / j->row_chunks * j->chunk_tokens;
+    const matmul_item *it = chunk_item(j, chunk);
+    const int64_t lo = (chunk - it->chunk0) * j->chunk_rows;
+    const int64_t hi = lo + j->chunk_rows < it->w.ne1 ? lo + j->chunk_rows : it->w.ne1;
+    const int64_t end = hi < 8 * (it->w.ne1 / 8) ? hi : 8 * (it->w.ne1 / 8);
+    if (!it->kept || t0 >= it->x.ne1 || end <= lo)
+        return false;
+    const size_t gb = j->c->k->x8_bytes[it->w.type](it->w.ne0);
+    *out = (x8_next){ it->w.type, it->kept + (size_t)(lo / 8) * gb, it->w.ne0, (end - lo) / 8 };
+    return true;
+}
+
 static void matmul_part(void *ctx, int ith, int nth) {
-    (void)nth;
     matmul_job *j = ctx;
     float *rows = j->c->scratch[ith].data;
+    /* a prompt's chunks taken one ahead, so that the next one's weights are asked for while this one
+     * computes (x8_next), except near the end, where a chunk held ahead could wait while the other
+     * threads have none left */
+    int64_t after = (int64_t)plat_atomic_add(&j->next, 1) - 1;
     for (;;) {
-        const int64_t taken = (int64_t)plat_atomic_add(&j->next, 1) - 1;
+        const int64_t taken = after;
         if (taken >= j->n_chunks)
             return;
+        const bool ahead = j->take_ahead && (int64_t)plat_atomic_load(&j->next) + nth < j->n_chunks;
+        after = ahead ? (int64_t)plat_atomic_add(&j->next, 1) - 1 : -1;
+        x8_next next_call;
+        const x8_next *next = ahead && chunk_first_call(j, after, &next_call) ? &next_call : NULL;
         /* token block by token block, every row chunk of one before the next */
         const int64_t chunk = taken % j->row_chunks, t0 = taken / j->row_chunks * j->chunk_tokens;
-        int lo_i = 0, hi_i = j->n_items - 1; /* the last item whose first chunk is at or before this one */
-        while (lo_i < hi_i) {
-            const int mid = (lo_i + hi_i + 1) / 2;
-            if (j->items[mid].chunk0 <= chunk)
-                lo_i = mid;
-            else
-                hi_i = mid - 1;
-        }
-        const matmul_item *it = &j->items[lo_i];
+        const matmul_item *it = chunk_item(j, chunk);
         const int64_t lo = (chunk - it->chunk0) * j->chunk_rows;
         const int64_t hi = lo + j->chunk_rows < it->w.ne1 ? lo + j->chunk_rows : it->w.ne1;
-        if (t0 >= it->x.ne1)
-            continue; /* an item with fewer tokens (routed experts) */
-        if (t0 == 0 && it->x.ne1 <= j->chunk_tokens) {
-            matmul_rows(j, it, lo, hi, rows);
+        if (t0 >= it->x.ne1) {
+            /* an item with fewer tokens (routed experts) */
+        } else if (t0 == 0 && it->x.ne1 <= j->chunk_tokens) {
+            matmul_rows(j, it, lo, hi, rows, next);
         } else { /* the item's view of this block of tokens */
             const int64_t nt = it->x.ne1 - t0 < j->chunk_tokens ? it->x.ne1 - t0 : j->chunk_tokens;
             matmul_item part = *it;
@@ -334,8 +368,10 @@ static void matmul_part(void *ctx, int ith, int nth) {
             part.y = bk_rows(&it->y, t0, nt);
             if (it->act)
                 part.act = it->act + (size_t)t0 * it->act_row_bytes;
-            matmul_rows(j, &part, lo, hi, rows);
+            matmul_rows(j, &part, lo, hi, rows, next);
         }
+        if (!ahead)
+            after = (int64_t)plat_atomic_add(&j->next, 1) - 1;
     }
 }
 
@@ -484,6 +520,7 @@ static brasa_status run_products(cpu_impl *c, const bk_tensor *x, matmul_item *i
      * token's from the third level once per chunk of 16 rows (one thread, 16 rows of 1536 Q4_K:
      * 345 G multiply-adds/s by 64 tokens, 257 by 512) */
     job.chunk_tokens = batch && n_kept == n && max_tokens > MATMUL_X8_TOKENS ? MATMUL_X8_TOKENS : INT64_MAX;
+    job.take_ahead = n_kept > 0 && max_tokens >= MATMUL_X8_MIN_TOKENS;
     job.n_chunks = job.row_chunks * (job.chunk_tokens == INT64_MAX ? 1 : (max_tokens + job.chunk_tokens - 1) / job.chunk_tokens);
     if (job.n_chunks > INT32_MAX / 2)
         return err_set(err, BRASA_ERR_INTERNAL, "matmul of %lld chunks", (long long)job.n_chunks);

@@ -76,6 +76,15 @@ float cpu_exp_sum_scalar(float *s, int64_t n, float m);
 void cpu_f16_from_f32(const float *x, uint16_t *y, int64_t n);
 void cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n);
 
+/* The x8_gemm call a thread makes next: its weights' format, eight-row groups, row width and group
+ * count. A product's weights come from memory once per block of tokens, and a call that starts on
+ * weights nobody asked for waits on them: the call before fetches them while it computes. */
+typedef struct x8_next {
+    uint32_t type;
+    const void *packed;
+    int64_t k, n8;
+} x8_next;
+
 typedef struct cpu_kernels {
     const char *name;
     /* sum_i a[i] * b[i] */
@@ -131,11 +140,13 @@ typedef struct cpu_kernels {
      * n8 such groups, one after another, with n_tok tokens' activations: y[t * ys + 8g + r] for
      * group g and r < 8 (a path may take several groups at once; each row's bits are the same
      * whatever n8). The integer sums are exact; the float steps differ in order from dot_q8's
-     * (within 1e-5 of the sum of |w x|, tested). NULL where not provided. */
+     * (within 1e-5 of the sum of |w x|, tested). NULL where not provided.
+     * next, where not NULL, is the call the thread makes after this one, whose first weights this
+     * one asks the caches for while it computes (a path may ignore it; it never changes a result). */
     size_t (*x8_bytes[QUANT_TYPE_COUNT])(int64_t k);
     void (*x8_repack[QUANT_TYPE_COUNT])(const void *rows, size_t row_bytes, int64_t k, void *packed);
     void (*x8_gemm[QUANT_TYPE_COUNT])(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y,
-                                      size_t ys);
+                                      size_t ys, const x8_next *next);
     /* Values of each row x8_gemm takes at a time across all of a call's groups before the next ones
      * (0: whole rows, group by group): a call's tokens' activations are held one such slice at a
      * time, which is what decides how many tokens a call can take from the second-level cache. */

@@ -1697,22 +1697,34 @@ AVX2 static KERNEL_INLINE void x8p_groups(uint32_t type, size_t gb, const void *
         x8p_gemm_32(type, (const char *)packed + (size_t)g * gb, k, xq, xs, n_tok, y + 8 * g, ys);
 }
 
-AVX2 static void x8p_gemm_q4_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+AVX2 static void x8p_gemm_q4_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
     x8p_groups(QUANT_Q4_0, x8p_bytes_q4_0(k), packed, k, n8, xq, xs, n_tok, y, ys);
 }
-AVX2 static void x8p_gemm_q4_1(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+AVX2 static void x8p_gemm_q4_1(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
     x8p_groups(QUANT_Q4_1, x8p_bytes_q4_1(k), packed, k, n8, xq, xs, n_tok, y, ys);
 }
-AVX2 static void x8p_gemm_q5_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+AVX2 static void x8p_gemm_q5_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
     x8p_groups(QUANT_Q5_0, x8p_bytes_q5_0(k), packed, k, n8, xq, xs, n_tok, y, ys);
 }
-AVX2 static void x8p_gemm_q5_1(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+AVX2 static void x8p_gemm_q5_1(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
     x8p_groups(QUANT_Q5_1, x8p_bytes_q5_1(k), packed, k, n8, xq, xs, n_tok, y, ys);
 }
-AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
     x8p_groups(QUANT_Q8_0, x8p_bytes_q8_0(k), packed, k, n8, xq, xs, n_tok, y, ys);
 }
-AVX2 static void x8p_gemm_mxfp4(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
+AVX2 static void x8p_gemm_mxfp4(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
     x8p_groups(QUANT_MXFP4, x8p_bytes_mxfp4(k), packed, k, n8, xq, xs, n_tok, y, ys);
 }
 
@@ -1954,6 +1966,28 @@ AVX2 static inline __m256i half_twice(__m256i u, int h) {
  * and a slice's scales are unpacked once for all of them (x8k_prep). */
 #define X8K_SLICE 12
 
+/* The weights a slice's passes ask the second-level cache for while they compute: those of the
+ * slice after (the next two groups', the next slice's, or the thread's next call's), up to two
+ * ranges of whole lines, step bytes per block of a pass. A product's weights come from memory once
+ * per block of tokens; asked for only 4 KB ahead of the first pass (X8K_AHEAD), the first pass over
+ * each slice waited on them. Spread over the passes after the first, one thread streaming from a
+ * 31 MB product in chunks as a prompt's are (16 rows of 1536 by 64 tokens, or 64 rows of 8960 by
+ * 40): Q4_K 266-277 -> 306-315 G multiply-adds/s narrow and 257-271 -> 302-306 wide, Q6_K 200-203 ->
+ * 224-233 wide (Zen 5). */
+typedef struct x8k_ahead {
+    const char *p[2];
+    size_t left[2];
+    size_t step;
+} x8k_ahead;
+
+/* step more bytes of a's ranges asked for. */
+AVX2 static inline void x8k_ahead_go(x8k_ahead *a) {
+    size_t n = a->step;
+    for (int r = 0; r < 2 && n; r++)
+        for (; a->left[r] && n; a->p[r] += 64, a->left[r] -= 64, n -= 64)
+            _mm_prefetch(a->p[r], _MM_HINT_T1);
+}
+
 /* A block's scales of one group as the passes use them: the weights' integer scales per sub-block
  * (pair) as vpmaddwd's pairs, the minimums' float coefficients, d. Unpacking them is a chain of
  * cross-lane shuffles; done per pass of four tokens it cost a fifth of the Q4_K kernel's time. */
@@ -2013,13 +2047,15 @@ AVX2 static KERNEL_INLINE void x8k_prep_k45(const x8k_q4_K *pb, x8k_prep *out) {
  * one thread, 64 rows by 64 tokens, Q4_K 334-336 -> 340-345 G multiply-adds/s, Q5_K 270-276 ->
  * 283-292 (Zen 5). */
 AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1,
-                                            const x8k_prep *prep, bool fetch, const act_q8_256 *const x[X8K_TOKENS],
+                                            const x8k_prep *prep, bool fetch, x8k_ahead *ahead, const act_q8_256 *const x[X8K_TOKENS],
                                             float (*acc_io)[16]) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
     const size_t block_bytes = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
     __m512 acc[2][X8K_TOKENS];
     x8k_sums_in(G, NT, b0, acc_io, acc);
     for (int64_t b = b0; b < b1; b++) {
+        if (ahead)
+            x8k_ahead_go(ahead);
         const x8k_q4_K *pb[2];
         const x8k_mask(*qh[2])[X8K_VECS][2];
         const x8k_prep *pp[2];
@@ -2187,11 +2223,13 @@ AVX2 static KERNEL_INLINE void x8k_unpack_q6_K(const x8k_q6_K *pb, x8k_codes_q6_
  * 2^24). The rows' d is applied once per block. As for Q4_K, a token's broadcast activations
  * serve every group. */
 AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1, const x8k_prep *prep,
-                                             const x8k_codes_q6_K *codes, bool fetch, const act_q8_256 *const x[X8K_TOKENS],
-                                             float (*acc_io)[16]) {
+                                             const x8k_codes_q6_K *codes, bool fetch, x8k_ahead *ahead,
+                                             const act_q8_256 *const x[X8K_TOKENS], float (*acc_io)[16]) {
     __m512 acc[2][X8K_TOKENS];
     x8k_sums_in(G, NT, b0, acc_io, acc);
     for (int64_t b = b0; b < b1; b++) {
+        if (ahead)
+            x8k_ahead_go(ahead);
         const x8k_q6_K *pb[2];
         const x8k_prep *pp[2];
         x8k_prep own[2];
@@ -2451,6 +2489,14 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
 }
 #endif
 
+/* Bytes of a K-quant's eight-row block, and of a group's row of them. */
+static size_t x8k_block_bytes(uint32_t type) {
+    return type == QUANT_Q6_K ? sizeof(x8k_q6_K) : type == QUANT_Q5_K ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
+}
+static size_t x8k_group_bytes(uint32_t type, int64_t k) {
+    return (size_t)(k / QK_K) * x8k_block_bytes(type);
+}
+
 /* Groups of eight rows per pass: the VNNI path takes two (sixteen rows) with four tokens
  * (X8K_SLICE_TOKENS), whose sums fill the registers as six tokens of one group do, and the group
  * left over the same way, X8K_CALL_GROUPS groups a call; the AVX2 path one group by X8K_TOKENS. */
@@ -2464,19 +2510,33 @@ AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int NT, const x8k_q6_K *p, int64_t 
 #if X86_VNNI
 /* The pass of one K-quant format, constant after inlining. */
 AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int G, int NT, const void *packed, size_t gb, int64_t b0, int64_t b1,
-                                        const x8k_prep *prep, const x8k_codes_q6_K *codes, bool fetch,
+                                        const x8k_prep *prep, const x8k_codes_q6_K *codes, bool fetch, x8k_ahead *ahead,
                                         const act_q8_256 *const x[X8K_TOKENS], float (*acc)[16]) {
     if (type == QUANT_Q6_K)
-        x8k_pass_q6_K(G, NT, packed, gb, b0, b1, prep, codes, fetch, x, acc);
+        x8k_pass_q6_K(G, NT, packed, gb, b0, b1, prep, codes, fetch, ahead, x, acc);
     else
-        x8k_pass_k45(type == QUANT_Q5_K, G, NT, packed, gb, b0, b1, prep, fetch, x, acc);
+        x8k_pass_k45(type == QUANT_Q5_K, G, NT, packed, gb, b0, b1, prep, fetch, ahead, x, acc);
+}
+
+/* Groups [2u, 2u + 2) (those below n8) of blocks [b0, b0 + X8K_SLICE) (those below nb) of a
+ * product's groups, gb bytes apart, as whole lines. */
+static x8k_ahead x8k_unit_ahead(uint32_t type, const char *packed, size_t gb, int64_t nb, int64_t n8, int64_t u, int64_t b0) {
+    x8k_ahead a = { { NULL, NULL }, { 0, 0 }, 0 };
+    const int64_t b1 = nb - b0 < X8K_SLICE ? nb : b0 + X8K_SLICE;
+    for (int r = 0; r < 2 && 2 * u + r < n8 && b0 < b1; r++) {
+        const uintptr_t first = (uintptr_t)(packed + (size_t)(2 * u + r) * gb + (size_t)b0 * x8k_block_bytes(type));
+        const uintptr_t end = first + (size_t)(b1 - b0) * x8k_block_bytes(type);
+        a.p[r] = (const char *)(first & ~(uintptr_t)63);
+        a.left[r] = (size_t)((end + 63) & ~(uintptr_t)63) - (size_t)(first & ~(uintptr_t)63);
+    }
+    return a;
 }
 
 /* Blocks [b0, b1) of G (1 or 2) groups by tn tokens (at most X8K_CALL_TOKENS, at xq): the groups'
  * scales unpacked once (and Q6_K's codes), then every pass of X8K_SLICE_TOKENS tokens over them,
  * the sums of pass i carried in acc[i] (from zero at b0 = 0). Inlined with constant G. */
 AVX2 static KERNEL_INLINE void x8k_slice(uint32_t type, int G, const char *pu, size_t gb, int64_t b0, int64_t b1, const char *xq,
-                                         size_t xs, int64_t tn, float (*acc)[2 * X8K_TOKENS][16]) {
+                                         size_t xs, int64_t tn, x8k_ahead ahead, float (*acc)[2 * X8K_TOKENS][16]) {
     const int most = X8K_SLICE_TOKENS;
     const bool six = type == QUANT_Q6_K;
     const size_t block_bytes = six ? sizeof(x8k_q6_K) : type == QUANT_Q5_K ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
@@ -2492,16 +2552,22 @@ AVX2 static KERNEL_INLINE void x8k_slice(uint32_t type, int G, const char *pu, s
                 x8k_prep_k45((const x8k_q4_K *)pb, &prep[g * X8K_SLICE + (b - b0)]);
             }
         }
+    /* the slice after this one asked for over the passes after the first, which asks for its own
+     * weights as it goes (both in the first where it is the only one) */
+    const int passes = (int)((tn + most - 1) / most);
+    const size_t steps = (size_t)(passes > 1 ? passes - 1 : 1) * (size_t)(b1 - b0);
+    ahead.step = ((ahead.left[0] + ahead.left[1]) / 64 + steps - 1) / steps * 64;
     for (int i = 0; i * most < tn; i++) {
         const int nt = tn - (int64_t)i * most < most ? (int)(tn - (int64_t)i * most) : most;
+        x8k_ahead *ah = i > 0 || passes == 1 ? &ahead : NULL;
         const act_q8_256 *x[X8K_TOKENS];
         for (int t = 0; t < X8K_TOKENS; t++)
             x[t] = (const act_q8_256 *)(xq + (size_t)(i * most + (t < nt ? t : 0)) * xs);
         switch (nt) {
-        case 1: x8k_pass(type, G, 1, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
-        case 2: x8k_pass(type, G, 2, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
-        case 3: x8k_pass(type, G, 3, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
-        default: x8k_pass(type, G, 4, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, x, acc[i]); break;
+        case 1: x8k_pass(type, G, 1, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, ah, x, acc[i]); break;
+        case 2: x8k_pass(type, G, 2, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, ah, x, acc[i]); break;
+        case 3: x8k_pass(type, G, 3, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, ah, x, acc[i]); break;
+        default: x8k_pass(type, G, 4, pu, gb, b0, b1, prep, six ? codes : NULL, i == 0, ah, x, acc[i]); break;
         }
     }
 }
@@ -2525,7 +2591,7 @@ AVX2 static inline void x8k_store(uint32_t type, float *y, __m512 acc) {
  * second-level cache for all of its rows however wide the rows are (each slice's 12 blocks: 8.7 KB
  * a token), and a wide product takes as many tokens a call as a narrow one. */
 AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
-                                          int64_t n_tok, float *y, size_t ys) {
+                                          int64_t n_tok, float *y, size_t ys, const x8_next *next) {
     enum { PASSES = X8K_CALL_TOKENS / 4 };
     const int64_t nb = k / QK_K;
     const int most = X8K_SLICE_TOKENS;
@@ -2541,12 +2607,12 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *pac
             const char *pg = (const char *)packed + (size_t)g * gb;
             float acc[X8K_TOKENS][16];
             switch (n_tok) {
-            case 1: x8k_pass(type, 1, 1, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
-            case 2: x8k_pass(type, 1, 2, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
-            case 3: x8k_pass(type, 1, 3, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
-            case 4: x8k_pass(type, 1, 4, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
-            case 5: x8k_pass(type, 1, 5, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
-            default: x8k_pass(type, 1, 6, pg, gb, 0, nb, NULL, NULL, true, x, acc); break;
+            case 1: x8k_pass(type, 1, 1, pg, gb, 0, nb, NULL, NULL, true, NULL, x, acc); break;
+            case 2: x8k_pass(type, 1, 2, pg, gb, 0, nb, NULL, NULL, true, NULL, x, acc); break;
+            case 3: x8k_pass(type, 1, 3, pg, gb, 0, nb, NULL, NULL, true, NULL, x, acc); break;
+            case 4: x8k_pass(type, 1, 4, pg, gb, 0, nb, NULL, NULL, true, NULL, x, acc); break;
+            case 5: x8k_pass(type, 1, 5, pg, gb, 0, nb, NULL, NULL, true, NULL, x, acc); break;
+            default: x8k_pass(type, 1, 6, pg, gb, 0, nb, NULL, NULL, true, NULL, x, acc); break;
             }
             for (int t = 0; t < n_tok; t++)
                 x8k_store(type, y + (size_t)t * ys + 8 * g, _mm512_loadu_ps(acc[t]));
@@ -2562,10 +2628,21 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *pac
             for (int u = 0; 2 * u < n8; u++) {
                 const char *pu = (const char *)packed + (size_t)(2 * u) * gb;
                 const char *xt = (const char *)xq + (size_t)t0 * xs;
+                /* what comes after: the next two groups, the next slice, the next tokens, the next call */
+                x8k_ahead after = { { NULL, NULL }, { 0, 0 }, 0 };
+                if (2 * u + 2 < n8)
+                    after = x8k_unit_ahead(type, packed, gb, nb, n8, u + 1, b0);
+                else if (b1 < nb)
+                    after = x8k_unit_ahead(type, packed, gb, nb, n8, 0, b1);
+                else if (t0 + tn < n_tok)
+                    after = x8k_unit_ahead(type, packed, gb, nb, n8, 0, 0);
+                else if (next && next->n8 > 0 && next->k % QK_K == 0 &&
+                         (next->type == QUANT_Q4_K || next->type == QUANT_Q5_K || next->type == QUANT_Q6_K))
+                    after = x8k_unit_ahead(next->type, next->packed, x8k_group_bytes(next->type, next->k), next->k / QK_K, next->n8, 0, 0);
                 if (n8 - 2 * u >= 2)
-                    x8k_slice(type, 2, pu, gb, b0, b1, xt, xs, tn, acc[u]);
+                    x8k_slice(type, 2, pu, gb, b0, b1, xt, xs, tn, after, acc[u]);
                 else
-                    x8k_slice(type, 1, pu, gb, b0, b1, xt, xs, tn, acc[u]);
+                    x8k_slice(type, 1, pu, gb, b0, b1, xt, xs, tn, after, acc[u]);
             }
         }
         for (int g = 0; g < n8; g++)
@@ -2587,9 +2664,10 @@ AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int NT, const void *packe
 /* One group by every token, X8K_TOKENS at a time, the last pass with those left (as
  * x8p_gemm_32). */
 AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
-                                          int64_t n_tok, float *y, size_t ys) {
+                                          int64_t n_tok, float *y, size_t ys, const x8_next *next) {
     (void)n8; /* one (X8K_CALL_GROUPS) */
     (void)gb;
+    (void)next; /* one group by four tokens: its weights come in as used, 4 KB ahead */
     for (int64_t t0 = 0; t0 < n_tok; t0 += X8K_TOKENS) {
         const int nt = n_tok - t0 < X8K_TOKENS ? (int)(n_tok - t0) : X8K_TOKENS;
         const act_q8_256 *x[X8K_TOKENS];
@@ -2608,22 +2686,27 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *pac
 
 /* n8 groups, X8K_CALL_GROUPS at a time. */
 AVX2 static KERNEL_INLINE void x8k_gemm_256(uint32_t type, const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs,
-                                            int64_t n_tok, float *y, size_t ys) {
-    const size_t gb = type == QUANT_Q6_K ? x8k_bytes_q6_K(k) : type == QUANT_Q5_K ? x8k_bytes_q5_K(k) : x8k_bytes_q4_K(k);
+                                            int64_t n_tok, float *y, size_t ys, const x8_next *next) {
+    const size_t gb = x8k_group_bytes(type, k);
     for (int64_t g = 0; g < n8; g += X8K_CALL_GROUPS) {
         const int n = n8 - g < X8K_CALL_GROUPS ? (int)(n8 - g) : X8K_CALL_GROUPS;
-        x8k_tokens(type, n, (const char *)packed + (size_t)g * gb, gb, k, xq, xs, n_tok, y + 8 * g, ys);
+        /* the call's next groups, or the caller's next call */
+        const x8_next more = { type, (const char *)packed + (size_t)(g + n) * gb, k, n8 - g - n };
+        x8k_tokens(type, n, (const char *)packed + (size_t)g * gb, gb, k, xq, xs, n_tok, y + 8 * g, ys, g + n < n8 ? &more : next);
     }
 }
 
-AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    x8k_gemm_256(QUANT_Q4_K, packed, k, n8, xq, xs, n_tok, y, ys);
+AVX2 static void x8k_gemm_q4_K(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    x8k_gemm_256(QUANT_Q4_K, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
-AVX2 static void x8k_gemm_q5_K(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    x8k_gemm_256(QUANT_Q5_K, packed, k, n8, xq, xs, n_tok, y, ys);
+AVX2 static void x8k_gemm_q5_K(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    x8k_gemm_256(QUANT_Q5_K, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
-AVX2 static void x8k_gemm_q6_K(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys) {
-    x8k_gemm_256(QUANT_Q6_K, packed, k, n8, xq, xs, n_tok, y, ys);
+AVX2 static void x8k_gemm_q6_K(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
+                              const x8_next *next) {
+    x8k_gemm_256(QUANT_Q6_K, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 
 
