@@ -773,17 +773,29 @@ typedef struct norm_job {
     float eps;
 } norm_job;
 
+#define RMS_NORM_SUMS 8
+
 static void rms_norm_rows(void *ctx, int64_t t0, int64_t t1) {
     const norm_job *j = ctx;
     for (int64_t t = t0; t < t1; t++) {
         const float *xr = (const float *)((const char *)j->x->data + (size_t)t * j->x->row_bytes);
         float *yr = (float *)((char *)j->y->data + (size_t)t * j->y->row_bytes);
         for (int64_t g = 0; g < j->x->ne0; g += j->group) {
-            double ss = 0.0;
-            for (int64_t i = 0; i < j->group; i++)
-                ss += (double)xr[g + i] * (double)xr[g + i];
+            /* eight sums, so that the additions do not wait on one another (one chain of them was
+             * 3% of Gemma 3 270M's prompt), added pairwise */
+            double part[RMS_NORM_SUMS] = { 0.0 };
+            int64_t i = 0;
+            for (; i + RMS_NORM_SUMS <= j->group; i += RMS_NORM_SUMS)
+                for (int l = 0; l < RMS_NORM_SUMS; l++)
+                    part[l] += (double)xr[g + i + l] * (double)xr[g + i + l];
+            for (; i < j->group; i++)
+                part[0] += (double)xr[g + i] * (double)xr[g + i];
+            for (int w = RMS_NORM_SUMS / 2; w > 0; w /= 2)
+                for (int l = 0; l < w; l++)
+                    part[l] += part[l + w];
+            const double ss = part[0];
             const float scale = (float)(1.0 / sqrt(ss / (double)j->group + (double)j->eps));
-            for (int64_t i = 0; i < j->group; i++)
+            for (i = 0; i < j->group; i++)
                 yr[g + i] = j->w ? xr[g + i] * scale * j->w[i] : xr[g + i] * scale;
         }
     }
