@@ -1600,6 +1600,11 @@ static size_t x8p_bytes_q8_0(int64_t k) {
     return (size_t)(k / 32) * sizeof(x8p_q8_0);
 }
 
+/* Bytes of a group of the 32-value formats' layouts. */
+static size_t x8p_group_bytes(uint32_t type, int64_t k) {
+    return type == QUANT_Q8_0 ? x8p_bytes_q8_0(k) : (size_t)(k / 32) * x8p_shape_of(type).bytes;
+}
+
 static void x8p_repack_q8_0(const void *rows, size_t row_bytes, int64_t k, void *packed) {
     for (int64_t b = 0; b < k / 32; b++) {
         x8p_q8_0 *out = (x8p_q8_0 *)packed + b;
@@ -1672,10 +1677,55 @@ AVX2 static KERNEL_INLINE void x8p_pass(uint32_t type, int NT, const void *packe
         x8p_pass_b(type, NT, packed, nb, x, y, ys);
 }
 
+/* Weights a pass over tokens asks the second-level cache for while it computes, those of what
+ * comes after it: up to two ranges of whole lines, step bytes at a time. A prompt's product reads
+ * each weight from memory once per block of tokens, and a pass that starts on weights nobody asked
+ * for waits on them (the hardware's prefetcher does not follow a thread from one chunk of rows to
+ * the next, nor the K-quant kernels' slices). Spread over the passes after the first (of a slice,
+ * or of a group of the 32-value formats), one thread streaming from a 31 MB product in chunks as a
+ * prompt's are (16 rows of 1536 by 64 tokens, or 64 rows of 8960 by 40): Q4_K 266-277 -> 306-315
+ * G multiply-adds/s narrow and 257-271 -> 302-306 wide, Q6_K 200-203 -> 224-233 wide; 16 rows by
+ * 64 tokens, Q5_0 640 wide 107 -> 117-118, Q4_1 2048 wide 121-122 -> 132-134 (Zen 5). */
+typedef struct x8_ahead {
+    const char *p[2];
+    size_t left[2];
+    size_t step;
+} x8_ahead;
+
+/* [first, first + bytes) as range r of a, in whole lines. */
+static void x8_ahead_range(x8_ahead *a, int r, const char *first, size_t bytes) {
+    const uintptr_t lo = (uintptr_t)first & ~(uintptr_t)63, hi = ((uintptr_t)first + bytes + 63) & ~(uintptr_t)63;
+    a->p[r] = (const char *)lo;
+    a->left[r] = (size_t)(hi - lo);
+}
+
+/* a's step spread over n steps. */
+static void x8_ahead_spread(x8_ahead *a, size_t n) {
+    n = n ? n : 1;
+    a->step = ((a->left[0] + a->left[1]) / 64 + n - 1) / n * 64;
+}
+
+/* step more bytes of a's ranges asked for. */
+AVX2 static inline void x8_ahead_go(x8_ahead *a) {
+    size_t n = a->step;
+    for (int r = 0; r < 2 && n; r++)
+        for (; a->left[r] && n; a->p[r] += 64, a->left[r] -= 64, n -= 64)
+            _mm_prefetch(a->p[r], _MM_HINT_T1);
+}
+
+/* What a call next (where not NULL) reads first: its first group, or a K-quant's first slice of
+ * its first two (the order x8k_tokens reads them in). Defined with the K-quant layouts. */
+static x8_ahead x8_first(const x8_next *next);
+
 /* Tokens four at a time, the last pass with the one to three left. */
 AVX2 static KERNEL_INLINE void x8p_gemm_32(uint32_t type, const void *packed, int64_t k, const void *xq, size_t xs,
-                                           int64_t n_tok, float *y, size_t ys) {
+                                           int64_t n_tok, float *y, size_t ys, x8_ahead ahead) {
+    /* what comes next asked for after each pass but the first, which reads this group in */
+    const int64_t passes = (n_tok + 3) / 4;
+    x8_ahead_spread(&ahead, (size_t)(passes > 1 ? passes - 1 : 1));
     for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+        if (t0 > 0 || passes == 1)
+            x8_ahead_go(&ahead);
         const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
         const act_q8_32 *x[4];
         for (int t = 0; t < 4; t++)
@@ -1690,42 +1740,42 @@ AVX2 static KERNEL_INLINE void x8p_gemm_32(uint32_t type, const void *packed, in
     }
 }
 
-/* n8 groups of gb bytes, one after another. */
+/* n8 groups of gb bytes, one after another, each asking for the next (the last for the call next). */
 AVX2 static KERNEL_INLINE void x8p_groups(uint32_t type, size_t gb, const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs,
-                                          int64_t n_tok, float *y, size_t ys) {
-    for (int64_t g = 0; g < n8; g++)
-        x8p_gemm_32(type, (const char *)packed + (size_t)g * gb, k, xq, xs, n_tok, y + 8 * g, ys);
+                                          int64_t n_tok, float *y, size_t ys, const x8_next *next) {
+    for (int64_t g = 0; g < n8; g++) {
+        x8_ahead ahead = { { NULL, NULL }, { 0, 0 }, 0 };
+        if (g + 1 < n8)
+            x8_ahead_range(&ahead, 0, (const char *)packed + (size_t)(g + 1) * gb, gb);
+        else
+            ahead = x8_first(next);
+        x8p_gemm_32(type, (const char *)packed + (size_t)g * gb, k, xq, xs, n_tok, y + 8 * g, ys, ahead);
+    }
 }
 
 AVX2 static void x8p_gemm_q4_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
-    x8p_groups(QUANT_Q4_0, x8p_bytes_q4_0(k), packed, k, n8, xq, xs, n_tok, y, ys);
+    x8p_groups(QUANT_Q4_0, x8p_bytes_q4_0(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_q4_1(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
-    x8p_groups(QUANT_Q4_1, x8p_bytes_q4_1(k), packed, k, n8, xq, xs, n_tok, y, ys);
+    x8p_groups(QUANT_Q4_1, x8p_bytes_q4_1(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_q5_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
-    x8p_groups(QUANT_Q5_0, x8p_bytes_q5_0(k), packed, k, n8, xq, xs, n_tok, y, ys);
+    x8p_groups(QUANT_Q5_0, x8p_bytes_q5_0(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_q5_1(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
-    x8p_groups(QUANT_Q5_1, x8p_bytes_q5_1(k), packed, k, n8, xq, xs, n_tok, y, ys);
+    x8p_groups(QUANT_Q5_1, x8p_bytes_q5_1(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
-    x8p_groups(QUANT_Q8_0, x8p_bytes_q8_0(k), packed, k, n8, xq, xs, n_tok, y, ys);
+    x8p_groups(QUANT_Q8_0, x8p_bytes_q8_0(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_mxfp4(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    (void)next; /* group by group as laid out: the hardware's prefetcher follows them */
-    x8p_groups(QUANT_MXFP4, x8p_bytes_mxfp4(k), packed, k, n8, xq, xs, n_tok, y, ys);
+    x8p_groups(QUANT_MXFP4, x8p_bytes_mxfp4(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 
 /* How far ahead the K-quants' eight-row kernels ask for the weights, into the second-level cache,
@@ -1966,27 +2016,6 @@ AVX2 static inline __m256i half_twice(__m256i u, int h) {
  * and a slice's scales are unpacked once for all of them (x8k_prep). */
 #define X8K_SLICE 12
 
-/* The weights a slice's passes ask the second-level cache for while they compute: those of the
- * slice after (the next two groups', the next slice's, or the thread's next call's), up to two
- * ranges of whole lines, step bytes per block of a pass. A product's weights come from memory once
- * per block of tokens; asked for only 4 KB ahead of the first pass (X8K_AHEAD), the first pass over
- * each slice waited on them. Spread over the passes after the first, one thread streaming from a
- * 31 MB product in chunks as a prompt's are (16 rows of 1536 by 64 tokens, or 64 rows of 8960 by
- * 40): Q4_K 266-277 -> 306-315 G multiply-adds/s narrow and 257-271 -> 302-306 wide, Q6_K 200-203 ->
- * 224-233 wide (Zen 5). */
-typedef struct x8k_ahead {
-    const char *p[2];
-    size_t left[2];
-    size_t step;
-} x8k_ahead;
-
-/* step more bytes of a's ranges asked for. */
-AVX2 static inline void x8k_ahead_go(x8k_ahead *a) {
-    size_t n = a->step;
-    for (int r = 0; r < 2 && n; r++)
-        for (; a->left[r] && n; a->p[r] += 64, a->left[r] -= 64, n -= 64)
-            _mm_prefetch(a->p[r], _MM_HINT_T1);
-}
 
 /* A block's scales of one group as the passes use them: the weights' integer scales per sub-block
  * (pair) as vpmaddwd's pairs, the minimums' float coefficients, d. Unpacking them is a chain of
@@ -2047,7 +2076,7 @@ AVX2 static KERNEL_INLINE void x8k_prep_k45(const x8k_q4_K *pb, x8k_prep *out) {
  * one thread, 64 rows by 64 tokens, Q4_K 334-336 -> 340-345 G multiply-adds/s, Q5_K 270-276 ->
  * 283-292 (Zen 5). */
 AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1,
-                                            const x8k_prep *prep, bool fetch, x8k_ahead *ahead, const act_q8_256 *const x[X8K_TOKENS],
+                                            const x8k_prep *prep, bool fetch, x8_ahead *ahead, const act_q8_256 *const x[X8K_TOKENS],
                                             float (*acc_io)[16]) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
     const size_t block_bytes = five ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
@@ -2055,7 +2084,7 @@ AVX2 static KERNEL_INLINE void x8k_pass_k45(bool five, int G, int NT, const void
     x8k_sums_in(G, NT, b0, acc_io, acc);
     for (int64_t b = b0; b < b1; b++) {
         if (ahead)
-            x8k_ahead_go(ahead);
+            x8_ahead_go(ahead);
         const x8k_q4_K *pb[2];
         const x8k_mask(*qh[2])[X8K_VECS][2];
         const x8k_prep *pp[2];
@@ -2223,13 +2252,13 @@ AVX2 static KERNEL_INLINE void x8k_unpack_q6_K(const x8k_q6_K *pb, x8k_codes_q6_
  * 2^24). The rows' d is applied once per block. As for Q4_K, a token's broadcast activations
  * serve every group. */
 AVX2 static KERNEL_INLINE void x8k_pass_q6_K(int G, int NT, const void *p, size_t gb, int64_t b0, int64_t b1, const x8k_prep *prep,
-                                             const x8k_codes_q6_K *codes, bool fetch, x8k_ahead *ahead,
+                                             const x8k_codes_q6_K *codes, bool fetch, x8_ahead *ahead,
                                              const act_q8_256 *const x[X8K_TOKENS], float (*acc_io)[16]) {
     __m512 acc[2][X8K_TOKENS];
     x8k_sums_in(G, NT, b0, acc_io, acc);
     for (int64_t b = b0; b < b1; b++) {
         if (ahead)
-            x8k_ahead_go(ahead);
+            x8_ahead_go(ahead);
         const x8k_q6_K *pb[2];
         const x8k_prep *pp[2];
         x8k_prep own[2];
@@ -2497,6 +2526,37 @@ static size_t x8k_group_bytes(uint32_t type, int64_t k) {
     return (size_t)(k / QK_K) * x8k_block_bytes(type);
 }
 
+/* Groups [2u, 2u + 2) (those below n8) of blocks [b0, b0 + slice) (those below nb) of a K-quant
+ * product's groups, gb bytes apart: the unit of a VNNI call's passes. */
+static x8_ahead x8k_unit_ahead(uint32_t type, const char *packed, size_t gb, int64_t nb, int64_t n8, int64_t u, int64_t b0,
+                               int64_t slice) {
+    x8_ahead a = { { NULL, NULL }, { 0, 0 }, 0 };
+    const int64_t b1 = nb - b0 < slice ? nb : b0 + slice;
+    for (int r = 0; r < 2 && 2 * u + r < n8 && b0 < b1; r++)
+        x8_ahead_range(&a, r, packed + (size_t)(2 * u + r) * gb + (size_t)b0 * x8k_block_bytes(type),
+                       (size_t)(b1 - b0) * x8k_block_bytes(type));
+    return a;
+}
+
+static x8_ahead x8_first(const x8_next *next) {
+    x8_ahead a = { { NULL, NULL }, { 0, 0 }, 0 };
+    if (!next || next->n8 <= 0 || next->k <= 0)
+        return a;
+    const uint32_t t = next->type;
+    if ((t == QUANT_Q4_K || t == QUANT_Q5_K || t == QUANT_Q6_K) && next->k % QK_K == 0) {
+#if X86_VNNI
+        const int64_t slice = X8K_SLICE;
+#else
+        const int64_t slice = next->k / QK_K; /* group by group, whole rows */
+#endif
+        a = x8k_unit_ahead(t, next->packed, x8k_group_bytes(t, next->k), next->k / QK_K, X86_VNNI ? next->n8 : 1, 0, 0, slice);
+    } else if ((t == QUANT_Q4_0 || t == QUANT_Q4_1 || t == QUANT_Q5_0 || t == QUANT_Q5_1 || t == QUANT_Q8_0 || t == QUANT_MXFP4) &&
+               next->k % 32 == 0) {
+        x8_ahead_range(&a, 0, next->packed, x8p_group_bytes(t, next->k));
+    }
+    return a;
+}
+
 /* Groups of eight rows per pass: the VNNI path takes two (sixteen rows) with four tokens
  * (X8K_SLICE_TOKENS), whose sums fill the registers as six tokens of one group do, and the group
  * left over the same way, X8K_CALL_GROUPS groups a call; the AVX2 path one group by X8K_TOKENS. */
@@ -2510,7 +2570,7 @@ static size_t x8k_group_bytes(uint32_t type, int64_t k) {
 #if X86_VNNI
 /* The pass of one K-quant format, constant after inlining. */
 AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int G, int NT, const void *packed, size_t gb, int64_t b0, int64_t b1,
-                                        const x8k_prep *prep, const x8k_codes_q6_K *codes, bool fetch, x8k_ahead *ahead,
+                                        const x8k_prep *prep, const x8k_codes_q6_K *codes, bool fetch, x8_ahead *ahead,
                                         const act_q8_256 *const x[X8K_TOKENS], float (*acc)[16]) {
     if (type == QUANT_Q6_K)
         x8k_pass_q6_K(G, NT, packed, gb, b0, b1, prep, codes, fetch, ahead, x, acc);
@@ -2518,25 +2578,11 @@ AVX2 static KERNEL_INLINE void x8k_pass(uint32_t type, int G, int NT, const void
         x8k_pass_k45(type == QUANT_Q5_K, G, NT, packed, gb, b0, b1, prep, fetch, ahead, x, acc);
 }
 
-/* Groups [2u, 2u + 2) (those below n8) of blocks [b0, b0 + X8K_SLICE) (those below nb) of a
- * product's groups, gb bytes apart, as whole lines. */
-static x8k_ahead x8k_unit_ahead(uint32_t type, const char *packed, size_t gb, int64_t nb, int64_t n8, int64_t u, int64_t b0) {
-    x8k_ahead a = { { NULL, NULL }, { 0, 0 }, 0 };
-    const int64_t b1 = nb - b0 < X8K_SLICE ? nb : b0 + X8K_SLICE;
-    for (int r = 0; r < 2 && 2 * u + r < n8 && b0 < b1; r++) {
-        const uintptr_t first = (uintptr_t)(packed + (size_t)(2 * u + r) * gb + (size_t)b0 * x8k_block_bytes(type));
-        const uintptr_t end = first + (size_t)(b1 - b0) * x8k_block_bytes(type);
-        a.p[r] = (const char *)(first & ~(uintptr_t)63);
-        a.left[r] = (size_t)((end + 63) & ~(uintptr_t)63) - (size_t)(first & ~(uintptr_t)63);
-    }
-    return a;
-}
-
 /* Blocks [b0, b1) of G (1 or 2) groups by tn tokens (at most X8K_CALL_TOKENS, at xq): the groups'
  * scales unpacked once (and Q6_K's codes), then every pass of X8K_SLICE_TOKENS tokens over them,
  * the sums of pass i carried in acc[i] (from zero at b0 = 0). Inlined with constant G. */
 AVX2 static KERNEL_INLINE void x8k_slice(uint32_t type, int G, const char *pu, size_t gb, int64_t b0, int64_t b1, const char *xq,
-                                         size_t xs, int64_t tn, x8k_ahead ahead, float (*acc)[2 * X8K_TOKENS][16]) {
+                                         size_t xs, int64_t tn, x8_ahead ahead, float (*acc)[2 * X8K_TOKENS][16]) {
     const int most = X8K_SLICE_TOKENS;
     const bool six = type == QUANT_Q6_K;
     const size_t block_bytes = six ? sizeof(x8k_q6_K) : type == QUANT_Q5_K ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
@@ -2555,11 +2601,10 @@ AVX2 static KERNEL_INLINE void x8k_slice(uint32_t type, int G, const char *pu, s
     /* the slice after this one asked for over the passes after the first, which asks for its own
      * weights as it goes (both in the first where it is the only one) */
     const int passes = (int)((tn + most - 1) / most);
-    const size_t steps = (size_t)(passes > 1 ? passes - 1 : 1) * (size_t)(b1 - b0);
-    ahead.step = ((ahead.left[0] + ahead.left[1]) / 64 + steps - 1) / steps * 64;
+    x8_ahead_spread(&ahead, (size_t)(passes > 1 ? passes - 1 : 1) * (size_t)(b1 - b0));
     for (int i = 0; i * most < tn; i++) {
         const int nt = tn - (int64_t)i * most < most ? (int)(tn - (int64_t)i * most) : most;
-        x8k_ahead *ah = i > 0 || passes == 1 ? &ahead : NULL;
+        x8_ahead *ah = i > 0 || passes == 1 ? &ahead : NULL;
         const act_q8_256 *x[X8K_TOKENS];
         for (int t = 0; t < X8K_TOKENS; t++)
             x[t] = (const act_q8_256 *)(xq + (size_t)(i * most + (t < nt ? t : 0)) * xs);
@@ -2629,16 +2674,15 @@ AVX2 static KERNEL_INLINE void x8k_tokens(uint32_t type, int n8, const void *pac
                 const char *pu = (const char *)packed + (size_t)(2 * u) * gb;
                 const char *xt = (const char *)xq + (size_t)t0 * xs;
                 /* what comes after: the next two groups, the next slice, the next tokens, the next call */
-                x8k_ahead after = { { NULL, NULL }, { 0, 0 }, 0 };
+                x8_ahead after = { { NULL, NULL }, { 0, 0 }, 0 };
                 if (2 * u + 2 < n8)
-                    after = x8k_unit_ahead(type, packed, gb, nb, n8, u + 1, b0);
+                    after = x8k_unit_ahead(type, packed, gb, nb, n8, u + 1, b0, X8K_SLICE);
                 else if (b1 < nb)
-                    after = x8k_unit_ahead(type, packed, gb, nb, n8, 0, b1);
+                    after = x8k_unit_ahead(type, packed, gb, nb, n8, 0, b1, X8K_SLICE);
                 else if (t0 + tn < n_tok)
-                    after = x8k_unit_ahead(type, packed, gb, nb, n8, 0, 0);
-                else if (next && next->n8 > 0 && next->k % QK_K == 0 &&
-                         (next->type == QUANT_Q4_K || next->type == QUANT_Q5_K || next->type == QUANT_Q6_K))
-                    after = x8k_unit_ahead(next->type, next->packed, x8k_group_bytes(next->type, next->k), next->k / QK_K, next->n8, 0, 0);
+                    after = x8k_unit_ahead(type, packed, gb, nb, n8, 0, 0, X8K_SLICE);
+                else
+                    after = x8_first(next);
                 if (n8 - 2 * u >= 2)
                     x8k_slice(type, 2, pu, gb, b0, b1, xt, xs, tn, after, acc[u]);
                 else
