@@ -1333,6 +1333,135 @@ static void attention_merge(const attn_job *j) {
     }
 }
 
+/* ---- a prompt's attention with the queries in lanes ----
+ * Items are (block of tokens, KV head), the latest first: a block's queries of that head's group
+ * go in lanes (attn_lanes), each key and value row converted once for all of them. Against one
+ * query's heads at a time (alternated, 2 threads, batches of 64): Qwen2.5 1.5B's attention 0.35 ->
+ * 0.24 s over 800 calls, Gemma 3 270M's 0.12 -> 0.10 s over 500; pp512 365-370 -> 373-382 and
+ * 2977-3018 -> 3017-3132 tokens/s, pp2048 295 -> 325 and 2342 -> 2602 (Zen 5). A query's keys
+ * are taken in tiles at fixed positions (multiples of ATTN_LANES_TILE), and a tile it sees none of
+ * leaves its maximum, sum and outputs exactly as they were (a factor of exactly 1, sums of 0), so
+ * a token gets the same bits whatever block or batch it is in. Batches of BK_BATCH_EXACT_MAX tokens
+ * or fewer (sequences decoding side by side) take the one-query path, as one token alone does. */
+typedef struct lanes_job {
+    const bk_tensor *q, *k, *v, *out;
+    const int32_t *pos;
+    const bk_attention_params *p;
+    cpu_impl *c;
+    int block, lanes;     /* tokens per item, and lanes for their queries (a multiple of the width) */
+    int64_t n_items;
+    volatile int32_t next;
+} lanes_job;
+
+/* Items a thread gets at least, where a batch has tokens enough. */
+#define ATTN_LANES_ITEMS 4
+
+/* Floats of a thread's scratch for a lanes job: the queries and outputs transposed, a tile of
+ * scores, a tile of keys and of values as floats, the running maximum and sum, first and last. */
+static size_t lanes_scratch(int lanes, int hd) {
+    return 2 * (size_t)lanes * (size_t)hd + (size_t)ATTN_LANES_TILE * (size_t)lanes + 2 * (size_t)ATTN_LANES_TILE * (size_t)hd +
+           4 * (size_t)lanes;
+}
+
+/* Row `row` of KV head hk of cache t as head_dim floats at out. */
+static void kv_row_f32(const cpu_kernels *k, const bk_tensor *t, int64_t row, int hk, int hd, float *out) {
+    const char *base = (const char *)t->data + (size_t)row * t->row_bytes;
+    if (t->type == QUANT_F32)
+        memcpy(out, (const float *)base + (size_t)hk * (size_t)hd, (size_t)hd * sizeof *out);
+    else
+        k->f16_to_f32((const uint16_t *)base + (size_t)hk * (size_t)hd, out, hd);
+}
+
+static void attention_lanes_part(void *ctx, int ith, int nth) {
+    (void)nth;
+    lanes_job *j = ctx;
+    const bk_attention_params *p = j->p;
+    const cpu_kernels *k = j->c->k;
+    const int hd = p->head_dim, group = p->n_head / p->n_head_kv, L = j->lanes;
+    float *qt = j->c->scratch[ith].data, *acc = qt + (size_t)L * (size_t)hd, *s = acc + (size_t)L * (size_t)hd;
+    float *kf = s + (size_t)ATTN_LANES_TILE * (size_t)L, *vf = kf + (size_t)ATTN_LANES_TILE * (size_t)hd;
+    float *max = vf + (size_t)ATTN_LANES_TILE * (size_t)hd, *sum = max + L;
+    int32_t *first = (int32_t *)(sum + L), *last = first + L;
+    for (;;) {
+        const int64_t taken = (int64_t)plat_atomic_add(&j->next, 1) - 1;
+        if (taken >= j->n_items)
+            return;
+        const int64_t item = j->n_items - 1 - taken, t0 = item / p->n_head_kv * j->block;
+        const int hk = (int)(item % p->n_head_kv);
+        const int nq = (int)((j->q->ne1 - t0 < j->block ? j->q->ne1 - t0 : j->block) * group);
+        int64_t lo = INT64_MAX, hi = -1; /* the keys any query sees */
+        for (int l = 0; l < L; l++) {
+            max[l] = -INFINITY;
+            sum[l] = 0.0f;
+            if (l >= nq) { /* padding: sees nothing */
+                first[l] = 0;
+                last[l] = -1;
+                for (int d = 0; d < hd; d++)
+                    qt[(size_t)d * L + l] = 0.0f;
+                continue;
+            }
+            const int64_t t = t0 + l / group;
+            const int h = hk * group + l % group;
+            const float *qh = (const float *)((const char *)j->q->data + (size_t)t * j->q->row_bytes) + (size_t)h * (size_t)hd;
+            for (int d = 0; d < hd; d++)
+                qt[(size_t)d * L + l] = qh[d];
+            const int64_t end = p->bidirectional ? j->k->ne1 - 1 : j->pos[t];
+            const int64_t start = p->window > 0 && end - p->window + 1 > 0 ? end - p->window + 1 : 0;
+            first[l] = (int32_t)start;
+            last[l] = (int32_t)end;
+            lo = start < lo ? start : lo;
+            hi = end > hi ? end : hi;
+        }
+        memset(acc, 0, (size_t)L * (size_t)hd * sizeof *acc);
+        const attn_lanes a = { L, hd, p->scale, qt, first, last, max, sum, acc, s };
+        for (int64_t s0 = lo / ATTN_LANES_TILE * ATTN_LANES_TILE; s0 <= hi; s0 += ATTN_LANES_TILE) {
+            const int n = (int)(hi + 1 - s0 < ATTN_LANES_TILE ? hi + 1 - s0 : ATTN_LANES_TILE), n8 = (n + 7) / 8 * 8;
+            for (int r = 0; r < n; r++) { /* a ring cache holds position p at row p mod rows */
+                kv_row_f32(k, j->k, (s0 + r) % j->k->ne1, hk, hd, kf + (size_t)r * (size_t)hd);
+                kv_row_f32(k, j->v, (s0 + r) % j->v->ne1, hk, hd, vf + (size_t)r * (size_t)hd);
+            }
+            memset(kf + (size_t)n * (size_t)hd, 0, (size_t)(n8 - n) * (size_t)hd * sizeof *kf);
+            memset(vf + (size_t)n * (size_t)hd, 0, (size_t)(n8 - n) * (size_t)hd * sizeof *vf);
+            k->attn_tile(&a, s0, n8, kf, vf);
+        }
+        for (int l = 0; l < nq; l++) {
+            const int64_t t = t0 + l / group;
+            const int h = hk * group + l % group;
+            float *o = (float *)((char *)j->out->data + (size_t)t * j->out->row_bytes) + (size_t)h * (size_t)hd;
+            const float inv = 1.0f / (sum[l] + sink_weight(p, h, max[l]));
+            for (int d = 0; d < hd; d++)
+                o[d] = acc[(size_t)d * L + l] * inv;
+        }
+    }
+}
+
+/* The lanes path where the kernels have it and it applies: a prompt's batch, no softcap (its tanh
+ * per score stays on the one-query path), groups that fit the lanes. */
+static brasa_status attention_lanes(cpu_impl *c, const bk_tensor *q, const bk_tensor *k, const bk_tensor *v, const int32_t *pos,
+                                    const bk_attention_params *p, bk_tensor *out, bool *done, brasa_error *err) {
+    const int group = p->n_head / p->n_head_kv, width = c->k->attn_width;
+    *done = false;
+    if (!c->k->attn_tile || q->ne1 <= BK_BATCH_EXACT_MAX || p->softcap > 0 || group > ATTN_LANES_MAX || p->head_dim % 8 != 0 ||
+        width <= 0)
+        return BRASA_OK;
+    /* as many tokens a block as fill the lanes, fewer where that leaves under ATTN_LANES_ITEMS items
+     * a thread (a batch of 64 of Gemma 3's single KV head would be three items for two threads): a
+     * token's bits do not depend on its block */
+    const int64_t want = ((int64_t)ATTN_LANES_ITEMS * c->n_threads + p->n_head_kv - 1) / p->n_head_kv;
+    int64_t block = (q->ne1 + want - 1) / want;
+    block = block > ATTN_LANES_MAX / group ? ATTN_LANES_MAX / group : block < 1 ? 1 : block;
+    const int lanes = (int)((block * group + width - 1) / width * width);
+    brasa_status st = reserve_scratch(c, lanes_scratch(lanes, p->head_dim), err);
+    if (st != BRASA_OK)
+        return st;
+    lanes_job job = { q, k, v, out, pos, p, c, (int)block, lanes, (q->ne1 + block - 1) / block * p->n_head_kv, 0 };
+    if (job.n_items > INT32_MAX / 2)
+        return err_set(err, BRASA_ERR_INTERNAL, "attention of %lld items", (long long)job.n_items);
+    pool_run(c->pool, attention_lanes_part, &job);
+    *done = true;
+    return BRASA_OK;
+}
+
 /* A single token's keys are split between the threads once the cache holds this many tiles per
  * thread: below that, one head per item keeps the threads busy at less cost. */
 #define ATTN_SPLIT_MIN_TILES 4
@@ -1354,6 +1483,10 @@ static brasa_status cpu_attention(bk_device *dev, const bk_tensor *q, const bk_t
             return err_set(err, BRASA_ERR_INTERNAL, "attention: position %d outside the %lld-row cache", pos[t],
                            (long long)k->ne1);
     cpu_impl *c = dev->impl;
+    bool done = false;
+    brasa_status lanes_st = attention_lanes(c, q, k, v, pos, p, out, &done, err);
+    if (lanes_st != BRASA_OK || done)
+        return lanes_st;
     /* keys the first query sees, which decides whether one token's keys are split */
     const int64_t keys0 = p->bidirectional ? k->ne1 : (int64_t)pos[0] + 1;
     const int group = p->n_head / p->n_head_kv;

@@ -85,6 +85,23 @@ typedef struct x8_next {
     int64_t k, n8;
 } x8_next;
 
+/* A prompt's attention, many queries over the same keys: the queries of a block of tokens sharing
+ * a KV head held in lanes (ATTN_LANES_MAX at most, in vectors of the path's width), so that each
+ * key and value multiplies all of them in one register tile and the softmax steps run across the
+ * queries. Arrays [i][lane] are lanes floats apart. */
+#define ATTN_LANES_MAX 96
+#define ATTN_LANES_TILE 64 /* keys a tile takes at most */
+typedef struct attn_lanes {
+    int lanes, head_dim;
+    float scale;
+    const float *qt;          /* [head_dim][lane]: the queries, transposed */
+    const int32_t *first;     /* [lane]: the first and last key each query sees (last < first: none) */
+    const int32_t *last;
+    float *max, *sum;         /* [lane]: the running maximum and sum of the softmax */
+    float *acc;               /* [head_dim][lane]: the outputs so far, times sum */
+    float *s;                 /* [ATTN_LANES_TILE][lane]: scratch for the scores */
+} attn_lanes;
+
 typedef struct cpu_kernels {
     const char *name;
     /* sum_i a[i] * b[i] */
@@ -117,6 +134,14 @@ typedef struct cpu_kernels {
     void (*axpy_rows_f16_heads)(float *const *y, const float *const *a, int nq, const uint16_t *x, size_t xs, int n,
                                 int64_t n_el);
     int f16_heads_max;
+    /* One tile of n keys (key0 .. key0 + n - 1; n <= ATTN_LANES_TILE, a multiple of 8, the rows past
+     * the last real key zero and past every query's last) for a's queries: k and v rows of head_dim
+     * floats (head_dim a multiple of 8). The scores scaled, those outside a query's keys left out,
+     * the maximum and sum carried on (online softmax) and the outputs rescaled and added to. lanes
+     * a multiple of attn_width.
+     * NULL: the backend takes one query at a time. */
+    void (*attn_tile)(const attn_lanes *a, int64_t key0, int n, const float *k, const float *v);
+    int attn_width;
     /* the activation quantizers above, bit for bit; never NULL */
     void (*quantize_q8_32)(const float *x, act_q8_32 *out, int64_t n);
     void (*quantize_q8_256)(const float *x, act_q8_256 *out, int64_t n);
