@@ -1080,6 +1080,26 @@ AVX2 static void quantize_q8_32(const float *x, act_q8_32 *out, int64_t n) {
     }
 }
 
+/* cpu_q8_256_products in vectors, the same bytes: ms and ds are one exact integer product and one
+ * rounded float product each, as the scalar's; qx the same moves of four bytes (the scalar loop of
+ * them was 2% of Gemma 3 270M's prompt). */
+AVX2 static inline void q8_256_products(act_q8_256 *a) {
+    const __m256i s = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)a->s));
+    const __m256i bs = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)a->bsums)); /* bsums 0..7 */
+    const __m256i bs2 = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(a->bsums + 8)));
+    /* pairs' sums: lanes (0+1, 2+3, 8+9, 10+11 | 4+5, 6+7, 12+13, 14+15), into sub-block order */
+    const __m256i pairs = _mm256_permute4x64_epi64(_mm256_hadd_epi32(bs, bs2), 0xd8);
+    _mm256_storeu_ps(a->ms, _mm256_cvtepi32_ps(_mm256_mullo_epi32(s, pairs)));
+    _mm256_storeu_ps(a->ds, _mm256_mul_ps(_mm256_set1_ps(a->d), _mm256_cvtepi32_ps(s)));
+    for (int p = 0; p < 4; p++) {
+        const __m256i lo = _mm256_loadu_si256((const __m256i *)(a->q + 64 * p));
+        const __m256i hi = _mm256_loadu_si256((const __m256i *)(a->q + 64 * p + 32));
+        const __m256i u0 = _mm256_unpacklo_epi32(lo, hi), u1 = _mm256_unpackhi_epi32(lo, hi);
+        _mm256_storeu_si256((__m256i *)(a->qx + 64 * p), _mm256_permute2x128_si256(u0, u1, 0x20));
+        _mm256_storeu_si256((__m256i *)(a->qx + 64 * p + 32), _mm256_permute2x128_si256(u0, u1, 0x31));
+    }
+}
+
 AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256) {
         float sub[8], id[8];
@@ -1105,7 +1125,7 @@ AVX2 static void quantize_q8_256(const float *x, act_q8_256 *out, int64_t n) {
             out[b].bsums[2 * j] = (int16_t)_mm_cvtsi128_si32(r);
             out[b].bsums[2 * j + 1] = (int16_t)_mm_extract_epi32(r, 1);
         }
-        cpu_q8_256_products(&out[b]);
+        q8_256_products(&out[b]);
     }
 }
 
