@@ -16,6 +16,14 @@
 #define MAX_UNROLL 10000      /* bounds on items and string lengths that are unrolled into nodes */
 #define MAX_COMPILE_DEPTH 256 /* schema nesting followed while compiling */
 #define INDENT_MAX 20         /* a newline may be followed by up to this many spaces or tabs */
+/* Digits a number may have: in its integer part, its fraction and its exponent. A small model held
+ * to a number can repeat a digit until its tokens run out (SmolLM2 did, "-1234567891011...", on a
+ * schema of this project's server test), leaving JSON that does not parse; a double holds 15 to 17
+ * significant digits and an exponent of three, so longer numbers say nothing more (llama.cpp's
+ * schema grammars bound them the same way). */
+#define NUMBER_INT_DIGITS 16
+#define NUMBER_FRAC_DIGITS 16
+#define NUMBER_EXP_DIGITS 3
 
 typedef struct rule_ref {
     const json_value *schema;
@@ -224,24 +232,34 @@ static uint32_t string_rule(compiler *c) {
     return c->rule_string;
 }
 
-/* RFC 8259 numbers; integers have no fraction or exponent. */
+/* One to `most` digits from `from` to `to`. */
+static void digit_run(compiler *c, uint32_t from, uint32_t to, int most) {
+    for (int i = 0; i < most; i++) {
+        const uint32_t next = node(c);
+        gbuild_range(c->b, from, '0', '9', next);
+        gbuild_eps(c->b, next, to);
+        from = next;
+    }
+}
+
+/* RFC 8259 numbers, of at most NUMBER_*_DIGITS digits a part; integers have no fraction or
+ * exponent. */
 static uint32_t number_frag(compiler *c, uint32_t from, bool integer) {
     gbuild *b = c->b;
-    uint32_t sign = node(c), zero = node(c), digits = node(c), whole = node(c);
+    uint32_t sign = node(c), zero = node(c), lead = node(c), whole = node(c);
     gbuild_eps(b, from, sign);
     gbuild_range(b, from, '-', '-', sign);
     gbuild_range(b, sign, '0', '0', zero);
-    gbuild_range(b, sign, '1', '9', digits);
-    gbuild_range(b, digits, '0', '9', digits);
+    gbuild_range(b, sign, '1', '9', lead);
+    digit_run(c, lead, whole, NUMBER_INT_DIGITS - 1);
     gbuild_eps(b, zero, whole);
-    gbuild_eps(b, digits, whole);
+    gbuild_eps(b, lead, whole);
     if (integer)
         return whole;
-    uint32_t to = node(c), dot = node(c), frac = node(c), e = node(c), esign = node(c), edigits = node(c);
+    uint32_t to = node(c), dot = node(c), frac = node(c), e = node(c), esign = node(c);
     gbuild_eps(b, whole, to);
     gbuild_range(b, whole, '.', '.', dot);
-    gbuild_range(b, dot, '0', '9', frac);
-    gbuild_range(b, frac, '0', '9', frac);
+    digit_run(c, dot, frac, NUMBER_FRAC_DIGITS);
     gbuild_eps(b, frac, to);
     gbuild_range(b, whole, 'e', 'e', e);
     gbuild_range(b, whole, 'E', 'E', e);
@@ -250,9 +268,7 @@ static uint32_t number_frag(compiler *c, uint32_t from, bool integer) {
     gbuild_eps(b, e, esign);
     gbuild_range(b, e, '+', '+', esign);
     gbuild_range(b, e, '-', '-', esign);
-    gbuild_range(b, esign, '0', '9', edigits);
-    gbuild_range(b, edigits, '0', '9', edigits);
-    gbuild_eps(b, edigits, to);
+    digit_run(c, esign, to, NUMBER_EXP_DIGITS);
     return to;
 }
 

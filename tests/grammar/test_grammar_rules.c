@@ -355,6 +355,21 @@ static void test_parts_and_completion(void) {
         CHECK(grammar_state_advance(s, "12", 2), "integer");
         CHECK(grammar_state_complete(s) && !grammar_state_finished(s), "more digits may follow");
         CHECK(grammar_state_accepts(s, "3", 1) && !grammar_state_accepts(s, "}", 1), "digits only");
+        /* sixteen digits at most, so that a model repeating a digit has to stop */
+        CHECK(grammar_state_advance(s, "34567890123456", 14), "sixteen digits");
+        CHECK(grammar_state_complete(s) && !grammar_state_accepts(s, "7", 1), "no seventeenth digit");
+        grammar_state_free(s);
+    }
+    grammar_free(g);
+    g = compile_ok("{\"type\":\"number\"}");
+    if (g && grammar_state_create(g, &s, &err) == BRASA_OK) {
+        CHECK(grammar_state_advance(s, "-1234567890123456.1234567890123456", 34), "sixteen digits each side");
+        CHECK(!grammar_state_accepts(s, "7", 1), "no seventeenth fraction digit");
+        CHECK(grammar_state_advance(s, "e-308", 5) && grammar_state_complete(s), "an exponent of three digits");
+        CHECK(!grammar_state_accepts(s, "0", 1), "no fourth exponent digit");
+        grammar_state_reset(s);
+        CHECK(grammar_state_advance(s, "0.5E+2", 6) && grammar_state_complete(s), "a short number");
+        CHECK(grammar_state_accepts(s, "00", 2) && !grammar_state_accepts(s, "000", 3), "one exponent digit so far");
         grammar_state_free(s);
     }
     grammar_free(g);
