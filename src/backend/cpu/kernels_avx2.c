@@ -1953,33 +1953,25 @@ AVX2 static inline void x8_ahead_go(x8_ahead *a) {
  * its first two (the order x8k_tokens reads them in). Defined with the K-quant layouts. */
 static x8_ahead x8_first(const x8_next *next);
 
-/* Tokens four at a time, the last pass with the one to three left. */
-AVX2 static KERNEL_INLINE void x8p_gemm_32(uint32_t type, const void *packed, int64_t k, const void *xq, size_t xs,
-                                           int64_t n_tok, float *y, size_t ys, x8_ahead ahead) {
-    /* what comes next asked for after each pass but the first, which reads this group in */
-    const int64_t passes = (n_tok + 3) / 4;
-    x8_ahead_spread(&ahead, (size_t)(passes > 1 ? passes - 1 : 1));
-    for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
-        if (t0 > 0 || passes == 1)
-            x8_ahead_go(&ahead);
-        const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
-        const act_q8_32 *x[4];
-        for (int t = 0; t < 4; t++)
-            x[t] = (const act_q8_32 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
-        float *yt = y + (size_t)t0 * ys;
-        switch (nt) {
-        case 1: x8p_pass(type, 1, packed, k / 32, x, yt, ys); break;
-        case 2: x8p_pass(type, 2, packed, k / 32, x, yt, ys); break;
-        case 3: x8p_pass(type, 3, packed, k / 32, x, yt, ys); break;
-        default: x8p_pass(type, 4, packed, k / 32, x, yt, ys); break;
-        }
+/* One pass of G groups gb bytes apart: one (x8p_pass), or two at once on VNNI (x8p_pass_b2).
+ * Constant G, NT and format after inlining. */
+AVX2 static KERNEL_INLINE void x8p_pass_g(uint32_t type, int G, int NT, const void *packed, size_t gb, int64_t nb,
+                                          const act_q8_32 *const x[4], float *y, size_t ys) {
+#if X86_VNNI
+    if (G == 2) {
+        x8p_pass_b2(type, NT, packed, gb, nb, x, y, ys);
+        return;
     }
+#endif
+    (void)G;
+    (void)gb;
+    x8p_pass(type, NT, packed, nb, x, y, ys);
 }
 
-#if X86_VNNI
-/* x8p_gemm_32 over groups g and g + 1 (gb bytes apart) at once. */
-AVX2 static KERNEL_INLINE void x8p_gemm_32x2(uint32_t type, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
-                                             int64_t n_tok, float *y, size_t ys, x8_ahead ahead) {
+/* G groups by every token, four at a time, the last pass with the one to three left. */
+AVX2 static KERNEL_INLINE void x8p_gemm_32(uint32_t type, int G, const void *packed, size_t gb, int64_t k, const void *xq, size_t xs,
+                                           int64_t n_tok, float *y, size_t ys, x8_ahead ahead) {
+    /* what comes next asked for after each pass but the first, which reads these groups in */
     const int64_t passes = (n_tok + 3) / 4;
     x8_ahead_spread(&ahead, (size_t)(passes > 1 ? passes - 1 : 1));
     for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
@@ -1991,14 +1983,13 @@ AVX2 static KERNEL_INLINE void x8p_gemm_32x2(uint32_t type, const void *packed, 
             x[t] = (const act_q8_32 *)((const char *)xq + (size_t)(t0 + (t < nt ? t : 0)) * xs);
         float *yt = y + (size_t)t0 * ys;
         switch (nt) {
-        case 1: x8p_pass_b2(type, 1, packed, gb, k / 32, x, yt, ys); break;
-        case 2: x8p_pass_b2(type, 2, packed, gb, k / 32, x, yt, ys); break;
-        case 3: x8p_pass_b2(type, 3, packed, gb, k / 32, x, yt, ys); break;
-        default: x8p_pass_b2(type, 4, packed, gb, k / 32, x, yt, ys); break;
+        case 1: x8p_pass_g(type, G, 1, packed, gb, k / 32, x, yt, ys); break;
+        case 2: x8p_pass_g(type, G, 2, packed, gb, k / 32, x, yt, ys); break;
+        case 3: x8p_pass_g(type, G, 3, packed, gb, k / 32, x, yt, ys); break;
+        default: x8p_pass_g(type, G, 4, packed, gb, k / 32, x, yt, ys); break;
         }
     }
 }
-#endif
 
 /* n8 groups of gb bytes, one after another (VNNI: two at a time where the format allows), each
  * asking for the next (the last for the call next). */
@@ -2016,13 +2007,10 @@ AVX2 static KERNEL_INLINE void x8p_groups(uint32_t type, size_t gb, const void *
             x8_ahead_range(&ahead, 0, (const char *)packed + (size_t)(g + n) * gb, (size_t)(n8 - g - n < step ? n8 - g - n : step) * gb);
         else
             ahead = x8_first(next);
-#if X86_VNNI
-        if (n == 2) {
-            x8p_gemm_32x2(type, (const char *)packed + (size_t)g * gb, gb, k, xq, xs, n_tok, y + 8 * g, ys, ahead);
-            continue;
-        }
-#endif
-        x8p_gemm_32(type, (const char *)packed + (size_t)g * gb, k, xq, xs, n_tok, y + 8 * g, ys, ahead);
+        if (n == 2)
+            x8p_gemm_32(type, 2, (const char *)packed + (size_t)g * gb, gb, k, xq, xs, n_tok, y + 8 * g, ys, ahead);
+        else
+            x8p_gemm_32(type, 1, (const char *)packed + (size_t)g * gb, gb, k, xq, xs, n_tok, y + 8 * g, ys, ahead);
     }
 }
 
