@@ -173,8 +173,9 @@ typedef struct matmul_item {
 
 /* Products of one input, run as one pool job: threads take chunks of rows from a shared counter
  * until none are left (a prompt's one ahead: matmul_part), so a thread that falls behind (memory
- * contention, an interrupt) is helped by the other instead of being waited for. Each output is still computed by one thread in a fixed
- * order, so the results do not depend on which thread takes which chunk. */
+ * contention, an interrupt) is helped by the other instead of being waited for. Each output is
+ * still computed by one thread in a fixed order, so the results do not depend on which thread
+ * takes which chunk. */
 typedef struct matmul_job {
     matmul_item *items;
     int n_items;
@@ -227,6 +228,14 @@ typedef struct matmul_job {
 #define MATMUL_X8_ACT_BYTES (384 * 1024)
 #define MATMUL_BATCH_WIDE_ROWS 64
 
+/* The kept groups of eight rows at row lo (a multiple of eight) of an item, and how many of them
+ * lie in [lo, hi): a group never reaches past the last whole one. */
+static const char *kept_groups(const cpu_kernels *k, const matmul_item *it, int64_t lo, int64_t hi, int64_t *n8) {
+    const int64_t end = hi < 8 * (it->w.ne1 / 8) ? hi : 8 * (it->w.ne1 / 8);
+    *n8 = end > lo ? (end - lo) / 8 : 0;
+    return it->kept + (size_t)(lo / 8) * k->x8_bytes[it->w.type](it->w.ne0);
+}
+
 /* Rows [lo, hi) of one product by all of its tokens (it: the whole product or one block of its
  * tokens); next, where not NULL, is the eight-row call this thread makes after them. */
 static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, int64_t hi, float *rows, const x8_next *next) {
@@ -249,9 +258,7 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
         int64_t n8 = 0;
         const size_t gb = k->x8_bytes[w->type] ? k->x8_bytes[w->type](w->ne0) : 0;
         if (it->kept) {
-            const int64_t end = hi < 8 * (w->ne1 / 8) ? hi : 8 * (w->ne1 / 8);
-            n8 = end > lo ? (end - lo) / 8 : 0;
-            groups = it->kept + (size_t)(lo / 8) * gb;
+            groups = kept_groups(k, it, lo, hi, &n8);
         } else if (k->x8_gemm[w->type] && x->ne1 >= MATMUL_X8_MIN_TOKENS) {
             n8 = (hi - lo) / 8;
             for (int64_t g = 0; g < n8; g++)
@@ -307,34 +314,36 @@ static void matmul_rows(const matmul_job *j, const matmul_item *it, int64_t lo, 
     }
 }
 
-/* The product that row chunk c (of j->row_chunks) belongs to: the last one whose first chunk is at
- * or before it. */
-static const matmul_item *chunk_item(const matmul_job *j, int64_t c) {
-    int lo = 0, hi = j->n_items - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (j->items[mid].chunk0 <= c)
-            lo = mid;
+/* Job chunk `taken`: token block by token block, every row chunk of one before the next. Its
+ * product (the last whose first chunk is at or before its row chunk), first token and rows. */
+static const matmul_item *chunk_span(const matmul_job *j, int64_t taken, int64_t *t0, int64_t *lo, int64_t *hi) {
+    const int64_t chunk = taken % j->row_chunks;
+    int a = 0, b = j->n_items - 1;
+    while (a < b) {
+        const int mid = (a + b + 1) / 2;
+        if (j->items[mid].chunk0 <= chunk)
+            a = mid;
         else
-            hi = mid - 1;
+            b = mid - 1;
     }
-    return &j->items[lo];
+    const matmul_item *it = &j->items[a];
+    *t0 = taken / j->row_chunks * j->chunk_tokens;
+    *lo = (chunk - it->chunk0) * j->chunk_rows;
+    *hi = *lo + j->chunk_rows < it->w.ne1 ? *lo + j->chunk_rows : it->w.ne1;
+    return it;
 }
 
 /* The eight-row call job chunk `taken` starts with, where it has one on kept weights. */
 static bool chunk_first_call(const matmul_job *j, int64_t taken, x8_next *out) {
     if (taken >= j->n_chunks)
         return false;
-    const int64_t chunk = taken % j->row_chunks, t0 = taken / j->row_chunks * j->chunk_tokens;
-    const matmul_item *it = chunk_item(j, chunk);
-    const int64_t lo = (chunk - it->chunk0) * j->chunk_rows;
-    const int64_t hi = lo + j->chunk_rows < it->w.ne1 ? lo + j->chunk_rows : it->w.ne1;
-    const int64_t end = hi < 8 * (it->w.ne1 / 8) ? hi : 8 * (it->w.ne1 / 8);
-    if (!it->kept || t0 >= it->x.ne1 || end <= lo)
+    int64_t t0, lo, hi, n8;
+    const matmul_item *it = chunk_span(j, taken, &t0, &lo, &hi);
+    if (!it->kept || t0 >= it->x.ne1)
         return false;
-    const size_t gb = j->c->k->x8_bytes[it->w.type](it->w.ne0);
-    *out = (x8_next){ it->w.type, it->kept + (size_t)(lo / 8) * gb, it->w.ne0, (end - lo) / 8 };
-    return true;
+    const char *groups = kept_groups(j->c->k, it, lo, hi, &n8);
+    *out = (x8_next){ it->w.type, groups, it->w.ne0, n8 };
+    return n8 > 0;
 }
 
 static void matmul_part(void *ctx, int ith, int nth) {
@@ -352,11 +361,8 @@ static void matmul_part(void *ctx, int ith, int nth) {
         after = ahead ? (int64_t)plat_atomic_add(&j->next, 1) - 1 : -1;
         x8_next next_call;
         const x8_next *next = ahead && chunk_first_call(j, after, &next_call) ? &next_call : NULL;
-        /* token block by token block, every row chunk of one before the next */
-        const int64_t chunk = taken % j->row_chunks, t0 = taken / j->row_chunks * j->chunk_tokens;
-        const matmul_item *it = chunk_item(j, chunk);
-        const int64_t lo = (chunk - it->chunk0) * j->chunk_rows;
-        const int64_t hi = lo + j->chunk_rows < it->w.ne1 ? lo + j->chunk_rows : it->w.ne1;
+        int64_t t0, lo, hi;
+        const matmul_item *it = chunk_span(j, taken, &t0, &lo, &hi);
         if (t0 >= it->x.ne1) {
             /* an item with fewer tokens (routed experts) */
         } else if (t0 == 0 && it->x.ne1 <= j->chunk_tokens) {
@@ -1116,6 +1122,15 @@ typedef struct kv_run {
     bool half;
 } kv_run;
 
+/* Row `row` of KV head hk of cache t as head_dim floats at out. */
+static void kv_row_f32(const cpu_kernels *k, const bk_tensor *t, int64_t row, int hk, int hd, float *out) {
+    const char *base = (const char *)t->data + (size_t)row * t->row_bytes;
+    if (t->type == QUANT_F32)
+        memcpy(out, (const float *)base + (size_t)hk * (size_t)hd, (size_t)hd * sizeof *out);
+    else
+        k->f16_to_f32((const uint16_t *)base + (size_t)hk * (size_t)hd, out, hd);
+}
+
 /* Rows [row, row + n) of KV head hk in the cache t: in place for an f32 cache, and for an f16 one
  * where the path reads halves itself; else converted into buf (hd floats apart), once per tile
  * for all the query heads that read them. Either way an f16 cache costs half the memory traffic
@@ -1128,8 +1143,7 @@ static kv_run kv_rows(const attn_job *j, const bk_tensor *t, int64_t row, int n,
     if (j->c->k->dot_rows_f16 && j->c->k->axpy_rows_f16 && hd % 8 == 0)
         return (kv_run){ (const uint16_t *)base + (size_t)hk * hd, t->row_bytes / sizeof(uint16_t), true };
     for (int r = 0; r < n; r++)
-        j->c->k->f16_to_f32((const uint16_t *)(base + (size_t)r * t->row_bytes) + (size_t)hk * hd, buf + (size_t)r * hd,
-                            (int64_t)hd);
+        kv_row_f32(j->c->k, t, row + r, hk, (int)hd, buf + (size_t)r * hd);
     return (kv_run){ buf, hd, false };
 }
 
@@ -1361,15 +1375,6 @@ typedef struct lanes_job {
 static size_t lanes_scratch(int lanes, int hd) {
     return 2 * (size_t)lanes * (size_t)hd + (size_t)ATTN_LANES_TILE * (size_t)lanes + 2 * (size_t)ATTN_LANES_TILE * (size_t)hd +
            4 * (size_t)lanes;
-}
-
-/* Row `row` of KV head hk of cache t as head_dim floats at out. */
-static void kv_row_f32(const cpu_kernels *k, const bk_tensor *t, int64_t row, int hk, int hd, float *out) {
-    const char *base = (const char *)t->data + (size_t)row * t->row_bytes;
-    if (t->type == QUANT_F32)
-        memcpy(out, (const float *)base + (size_t)hk * (size_t)hd, (size_t)hd * sizeof *out);
-    else
-        k->f16_to_f32((const uint16_t *)base + (size_t)hk * (size_t)hd, out, hd);
 }
 
 static void attention_lanes_part(void *ctx, int ith, int nth) {

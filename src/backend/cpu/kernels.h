@@ -67,6 +67,21 @@ typedef enum cpu_glu_kind { CPU_GLU_SILU, CPU_GLU_GELU_TANH, CPU_GLU_SWIGLU_OAI 
  * fused multiply-add, whose library versions differ) that every path's vectors repeat in the same
  * order, so every path, on every system, gives these bits. */
 void cpu_glu_scalar(cpu_glu_kind kind, const float *g, const float *u, float *y, int64_t n);
+/* The exp both take (kernels_scalar.c's exp_steps) and every path's vectors repeat step for step:
+ * its clamp, log2(e), ln 2 in two parts (n times the first is exact), and the minimax
+ * coefficients of e^r - 1 - r on [-ln2/2, ln2/2], highest first. One table, so the twins cannot
+ * drift apart. */
+#define CPU_EXP_LO (-87.0f)
+#define CPU_EXP_HI 88.0f
+#define CPU_EXP_LOG2E 1.44269504088896341f
+#define CPU_EXP_LN2_HI 0.693359375f
+#define CPU_EXP_LN2_LO 2.12194440e-4f
+#define CPU_EXP_P5 1.9875691500e-4f
+#define CPU_EXP_P4 1.3981999507e-3f
+#define CPU_EXP_P3 8.3334519073e-3f
+#define CPU_EXP_P2 4.1665795894e-2f
+#define CPU_EXP_P1 1.6666665459e-1f
+#define CPU_EXP_P0 5.0000001201e-1f
 /* Attention's softmax over a tile of scores: s[i] = exp(s[i] - m) in cpu_glu_scalar's exp (a NaN
  * stays NaN), and their sum: the first n - n % 8 in eight lanes (lane i % 8) reduced as the
  * vectors' hsum does, ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), plus the rest summed in

@@ -173,18 +173,18 @@ AVX2 static void half_to_f32(const uint16_t *x, float *y, int64_t n) {
  * the twin's; rounding to nearest even as rintf does), so every value gets the scalar twin's bits;
  * the tail is the twin. */
 AVX2 static inline __m256 exp8(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f)); /* x > lo ? x : lo, NaN to lo like the twin */
-    x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    x = _mm256_max_ps(x, _mm256_set1_ps(CPU_EXP_LO)); /* x > lo ? x : lo, NaN to lo like the twin */
+    x = _mm256_min_ps(x, _mm256_set1_ps(CPU_EXP_HI));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f)));
-    r = _mm256_add_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(2.12194440e-4f)));
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(CPU_EXP_LN2_HI)));
+    r = _mm256_add_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(CPU_EXP_LN2_LO)));
+    __m256 p = _mm256_set1_ps(CPU_EXP_P5);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(CPU_EXP_P4));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(CPU_EXP_P3));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(CPU_EXP_P2));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(CPU_EXP_P1));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(CPU_EXP_P0));
     p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
     const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
@@ -605,18 +605,18 @@ AVX2 static void axpy_rows_f16_heads(float *const *y, const float *const *a, int
 
 /* exp8's steps on sixteen values. */
 AVX2 static inline __m512 exp16(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    x = _mm512_max_ps(x, _mm512_set1_ps(CPU_EXP_LO));
+    x = _mm512_min_ps(x, _mm512_set1_ps(CPU_EXP_HI));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(CPU_EXP_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
-    r = _mm512_add_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(CPU_EXP_LN2_HI)));
+    r = _mm512_add_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(CPU_EXP_LN2_LO)));
+    __m512 p = _mm512_set1_ps(CPU_EXP_P5);
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(CPU_EXP_P4));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(CPU_EXP_P3));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(CPU_EXP_P2));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(CPU_EXP_P1));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(CPU_EXP_P0));
     p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(p, _mm512_mul_ps(r, r)), r), _mm512_set1_ps(1.0f));
     const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
@@ -629,10 +629,10 @@ AVX2 static inline __m512 exp16(__m512 x) {
  * their range); chains of 16 added in turn keep it as the one-query kernels' lanes do. */
 #define ATTN_CHAIN 16
 
-/* Values d0 .. d0 + ATTN_CHAIN - 1 of the scores of keys r0 .. r0 + R - 1 for query vectors v0 ..
- * v0 + NV - 1: s[r][lane] (+)= k_r[d0 ..] . q_lane[d0 ..]. R * NV sums fill the registers: R = 8
- * for up to three vectors, so that each load of queries serves eight keys. */
-AVX2 static KERNEL_INLINE void attn_scores_r(int R, int NV, const attn_lanes *a, const float *k, int r0, int d0, int v0) {
+/* Values d0 .. d0 + ATTN_CHAIN - 1 of the scores of keys r0 .. r0 + R - 1 for the NV vectors of
+ * queries: s[r][lane] (+)= k_r[d0 ..] . q_lane[d0 ..]. R * NV sums fill the registers: R = 8 for up
+ * to three vectors, so that each load of queries serves eight keys. */
+AVX2 static KERNEL_INLINE void attn_scores_r(int R, int NV, const attn_lanes *a, const float *k, int r0, int d0) {
     const int L = a->lanes, hd = a->head_dim, d1 = hd - d0 < ATTN_CHAIN ? hd : d0 + ATTN_CHAIN;
     __m512 acc[8][ATTN_VECS];
     UNROLL(8)
@@ -644,7 +644,7 @@ AVX2 static KERNEL_INLINE void attn_scores_r(int R, int NV, const attn_lanes *a,
         __m512 q[ATTN_VECS];
         UNROLL(6)
         for (int v = 0; v < NV; v++)
-            q[v] = _mm512_loadu_ps(a->qt + (size_t)d * L + 16 * (v0 + v));
+            q[v] = _mm512_loadu_ps(a->qt + (size_t)d * L + 16 * v);
         UNROLL(8)
         for (int i = 0; i < R; i++) {
             const __m512 kb = _mm512_set1_ps(k[(size_t)(r0 + i) * hd + d]);
@@ -657,26 +657,26 @@ AVX2 static KERNEL_INLINE void attn_scores_r(int R, int NV, const attn_lanes *a,
     for (int i = 0; i < R; i++)
         UNROLL(6)
         for (int v = 0; v < NV; v++) {
-            float *o = a->s + (size_t)(r0 + i) * L + 16 * (v0 + v);
+            float *o = a->s + (size_t)(r0 + i) * L + 16 * v;
             _mm512_storeu_ps(o, d0 ? _mm512_add_ps(_mm512_loadu_ps(o), acc[i][v]) : acc[i][v]);
         }
 }
 
-/* Outputs d0 .. d0 + R - 1 of query vectors v0 .. v0 + NV - 1 plus the n rows of v weighted by s
- * (R as attn_scores_r's). */
-AVX2 static KERNEL_INLINE void attn_values_r(int R, int NV, const attn_lanes *a, const float *v, int n, int d0, int v0) {
+/* Outputs d0 .. d0 + R - 1 of the NV vectors of queries plus the n rows of v weighted by s (R as
+ * attn_scores_r's). */
+AVX2 static KERNEL_INLINE void attn_values_r(int R, int NV, const attn_lanes *a, const float *v, int n, int d0) {
     const int L = a->lanes, hd = a->head_dim;
     __m512 acc[8][ATTN_VECS];
     UNROLL(8)
     for (int i = 0; i < R; i++)
         UNROLL(6)
         for (int u = 0; u < NV; u++)
-            acc[i][u] = _mm512_loadu_ps(a->acc + (size_t)(d0 + i) * L + 16 * (v0 + u));
+            acc[i][u] = _mm512_loadu_ps(a->acc + (size_t)(d0 + i) * L + 16 * u);
     for (int r = 0; r < n; r++) {
         __m512 p[ATTN_VECS];
         UNROLL(6)
         for (int u = 0; u < NV; u++)
-            p[u] = _mm512_loadu_ps(a->s + (size_t)r * L + 16 * (v0 + u));
+            p[u] = _mm512_loadu_ps(a->s + (size_t)r * L + 16 * u);
         UNROLL(8)
         for (int i = 0; i < R; i++) {
             const __m512 vb = _mm512_set1_ps(v[(size_t)r * hd + d0 + i]);
@@ -689,22 +689,22 @@ AVX2 static KERNEL_INLINE void attn_values_r(int R, int NV, const attn_lanes *a,
     for (int i = 0; i < R; i++)
         UNROLL(6)
         for (int u = 0; u < NV; u++)
-            _mm512_storeu_ps(a->acc + (size_t)(d0 + i) * L + 16 * (v0 + u), acc[i][u]);
+            _mm512_storeu_ps(a->acc + (size_t)(d0 + i) * L + 16 * u, acc[i][u]);
 }
 
-/* Both products of a tile over query vectors v0 .. v0 + NV - 1 (the softmax between them). */
-AVX2 static KERNEL_INLINE void attn_tile_vecs(int NV, const attn_lanes *a, int64_t key0, int n, const float *k, const float *v, int v0) {
+/* Both products of a tile over the NV vectors of queries (the softmax between them). */
+AVX2 static KERNEL_INLINE void attn_tile_vecs(int NV, const attn_lanes *a, int64_t key0, int n, const float *k, const float *v) {
     const int L = a->lanes, hd = a->head_dim;
     /* a chain's queries (ATTN_CHAIN rows of qt) stay in the first-level cache over every key: for
      * a head of 256 all of qt (96 KB) does not */
     const int R = NV <= 3 ? 8 : 4;
     for (int d0 = 0; d0 < hd; d0 += ATTN_CHAIN)
         for (int r0 = 0; r0 < n; r0 += R)
-            attn_scores_r(R, NV, a, k, r0, d0, v0);
+            attn_scores_r(R, NV, a, k, r0, d0);
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY), scale = _mm512_set1_ps(a->scale);
     __m512 keep[ATTN_VECS];
     for (int u = 0; u < NV; u++) {
-        const int off = 16 * (v0 + u);
+        const int off = 16 * u;
         const __m512i first = _mm512_loadu_si512(a->first + off), last = _mm512_loadu_si512(a->last + off);
         const __m512 m_old = _mm512_loadu_ps(a->max + off);
         __m512 m = m_old;
@@ -733,21 +733,21 @@ AVX2 static KERNEL_INLINE void attn_tile_vecs(int NV, const attn_lanes *a, int64
     }
     for (int d = 0; d < hd; d++)
         for (int u = 0; u < NV; u++) {
-            float *o = a->acc + (size_t)d * L + 16 * (v0 + u);
+            float *o = a->acc + (size_t)d * L + 16 * u;
             _mm512_storeu_ps(o, _mm512_mul_ps(_mm512_loadu_ps(o), keep[u]));
         }
     for (int d0 = 0; d0 < hd; d0 += R)
-        attn_values_r(R, NV, a, v, n, d0, v0);
+        attn_values_r(R, NV, a, v, n, d0);
 }
 
 AVX2 static void attn_tile(const attn_lanes *a, int64_t key0, int n, const float *k, const float *v) {
     switch (a->lanes / 16) {
-    case 1: attn_tile_vecs(1, a, key0, n, k, v, 0); break;
-    case 2: attn_tile_vecs(2, a, key0, n, k, v, 0); break;
-    case 3: attn_tile_vecs(3, a, key0, n, k, v, 0); break;
-    case 4: attn_tile_vecs(4, a, key0, n, k, v, 0); break;
-    case 5: attn_tile_vecs(5, a, key0, n, k, v, 0); break;
-    default: attn_tile_vecs(6, a, key0, n, k, v, 0); break;
+    case 1: attn_tile_vecs(1, a, key0, n, k, v); break;
+    case 2: attn_tile_vecs(2, a, key0, n, k, v); break;
+    case 3: attn_tile_vecs(3, a, key0, n, k, v); break;
+    case 4: attn_tile_vecs(4, a, key0, n, k, v); break;
+    case 5: attn_tile_vecs(5, a, key0, n, k, v); break;
+    default: attn_tile_vecs(6, a, key0, n, k, v); break;
     }
 }
 #endif
@@ -1605,6 +1605,12 @@ static x8p_shape x8p_shape_of(uint32_t type) {
     }
 }
 
+/* What a format without a minimum takes off its codes, as a multiple of d (Q4_0's 8, Q5_0's 16,
+ * MXFP4's 12 of its doubled values). */
+static float x8p_code_offset(x8p_shape sh) {
+    return sh.five ? -16.0f : sh.mx ? -12.0f : -8.0f;
+}
+
 static size_t x8p_bytes_q4_0(int64_t k) {
     return (size_t)(k / 32) * sizeof(x8p_q4_0);
 }
@@ -1753,7 +1759,7 @@ AVX2 static KERNEL_INLINE void x8p_pass_b(uint32_t type, int NT, const void *pac
         }
         const __m256 d = sh.mx ? e8m0_half8(blk + sh.d_at) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + sh.d_at)));
         const __m256 cst = sh.has_min ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + sh.d_at + 16)))
-                                      : _mm256_mul_ps(d, _mm256_set1_ps(sh.five ? -16.0f : sh.mx ? -12.0f : -8.0f));
+                                      : _mm256_mul_ps(d, _mm256_set1_ps(x8p_code_offset(sh)));
         for (int t = 0; t < NT; t++) {
             acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][b].d)), i32_ps(isum[t]), acc[t]);
             acc[t] = _mm256_fmadd_ps(cst, _mm256_set1_ps(x[t][b].s), acc[t]);
@@ -1810,7 +1816,7 @@ AVX2 static KERNEL_INLINE void x8p_pass_b2(uint32_t type, int NT, const void *pa
         const __m512 cst = sh.has_min ? _mm512_cvtph_ps(_mm256_inserti128_si256(
                                             _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(blk + sh.d_at + 16))),
                                             _mm_loadu_si128((const __m128i *)(blk2 + sh.d_at + 16)), 1))
-                                      : _mm512_mul_ps(d, _mm512_set1_ps(sh.five ? -16.0f : -8.0f));
+                                      : _mm512_mul_ps(d, _mm512_set1_ps(x8p_code_offset(sh)));
         for (int t = 0; t < NT; t++) {
             acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x[t][b].d)), _mm512_cvtepi32_ps(isum[t]), acc[t]);
             acc[t] = _mm512_fmadd_ps(cst, _mm512_set1_ps(x[t][b].s), acc[t]);
@@ -1993,8 +1999,9 @@ AVX2 static KERNEL_INLINE void x8p_gemm_32(uint32_t type, int G, const void *pac
 
 /* n8 groups of gb bytes, one after another (VNNI: two at a time where the format allows), each
  * asking for the next (the last for the call next). */
-AVX2 static KERNEL_INLINE void x8p_groups(uint32_t type, size_t gb, const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs,
+AVX2 static KERNEL_INLINE void x8p_groups(uint32_t type, const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs,
                                           int64_t n_tok, float *y, size_t ys, const x8_next *next) {
+    const size_t gb = x8p_group_bytes(type, k);
 #if X86_VNNI
     const int step = type == QUANT_Q8_0 || type == QUANT_MXFP4 ? 1 : 2;
 #else
@@ -2016,27 +2023,27 @@ AVX2 static KERNEL_INLINE void x8p_groups(uint32_t type, size_t gb, const void *
 
 AVX2 static void x8p_gemm_q4_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    x8p_groups(QUANT_Q4_0, x8p_bytes_q4_0(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
+    x8p_groups(QUANT_Q4_0, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_q4_1(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    x8p_groups(QUANT_Q4_1, x8p_bytes_q4_1(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
+    x8p_groups(QUANT_Q4_1, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_q5_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    x8p_groups(QUANT_Q5_0, x8p_bytes_q5_0(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
+    x8p_groups(QUANT_Q5_0, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_q5_1(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    x8p_groups(QUANT_Q5_1, x8p_bytes_q5_1(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
+    x8p_groups(QUANT_Q5_1, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_q8_0(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    x8p_groups(QUANT_Q8_0, x8p_bytes_q8_0(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
+    x8p_groups(QUANT_Q8_0, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 AVX2 static void x8p_gemm_mxfp4(const void *packed, int64_t k, int64_t n8, const void *xq, size_t xs, int64_t n_tok, float *y, size_t ys,
                               const x8_next *next) {
-    x8p_groups(QUANT_MXFP4, x8p_bytes_mxfp4(k), packed, k, n8, xq, xs, n_tok, y, ys, next);
+    x8p_groups(QUANT_MXFP4, packed, k, n8, xq, xs, n_tok, y, ys, next);
 }
 
 /* How far ahead the K-quants' eight-row kernels ask for the weights, into the second-level cache,
@@ -2276,7 +2283,6 @@ AVX2 static inline __m256i half_twice(__m256i u, int h) {
  * slice (at most 2 * 8 * 1.6 KB of weights, which stay in the first-level cache) before the next,
  * and a slice's scales are unpacked once for all of them (x8k_prep). */
 #define X8K_SLICE 12
-
 
 /* A block's scales of one group as the passes use them: the weights' integer scales per sub-block
  * (pair) as vpmaddwd's pairs, the minimums' float coefficients, d. Unpacking them is a chain of
@@ -2846,7 +2852,7 @@ AVX2 static KERNEL_INLINE void x8k_slice(uint32_t type, int G, const char *pu, s
                                          size_t xs, int64_t tn, x8_ahead ahead, float (*acc)[2 * X8K_TOKENS][16]) {
     const int most = X8K_SLICE_TOKENS;
     const bool six = type == QUANT_Q6_K;
-    const size_t block_bytes = six ? sizeof(x8k_q6_K) : type == QUANT_Q5_K ? sizeof(x8k_q5_K) : sizeof(x8k_q4_K);
+    const size_t block_bytes = x8k_block_bytes(type);
     x8k_prep prep[2 * X8K_SLICE];
     x8k_codes_q6_K codes[2 * X8K_SLICE]; /* Q6_K's, unpacked: 48 KB for the second-level cache */
     for (int g = 0; g < G; g++)

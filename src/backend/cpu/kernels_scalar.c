@@ -41,17 +41,17 @@ static float dot_f32_scalar(const float *a, const float *b, int64_t n) {
  * separate multiply or add, each rounded once: no fused multiply-add, whose C library version is
  * not correctly rounded everywhere (MinGW's differs from the vectors' instruction). */
 static float exp_steps(float x) {
-    x = x > -87.0f ? x : -87.0f;
-    x = x < 88.0f ? x : 88.0f;
-    const float n = rintf(x * 1.44269504088896341f);
-    float r = x - n * 0.693359375f; /* ln 2 in two parts: n times the first is exact */
-    r = r + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
+    x = x > CPU_EXP_LO ? x : CPU_EXP_LO;
+    x = x < CPU_EXP_HI ? x : CPU_EXP_HI;
+    const float n = rintf(x * CPU_EXP_LOG2E);
+    float r = x - n * CPU_EXP_LN2_HI; /* ln 2 in two parts: n times the first is exact */
+    r = r + n * CPU_EXP_LN2_LO;
+    float p = CPU_EXP_P5;
+    p = p * r + CPU_EXP_P4;
+    p = p * r + CPU_EXP_P3;
+    p = p * r + CPU_EXP_P2;
+    p = p * r + CPU_EXP_P1;
+    p = p * r + CPU_EXP_P0;
     p = (p * (r * r) + r) + 1.0f;
     const int32_t bits = ((int32_t)n + 127) * (1 << 23);
     float scale;
